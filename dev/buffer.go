@@ -1,0 +1,87 @@
+package dev
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// IsAligned reports whether b starts on a SectorSize boundary.
+func IsAligned(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	return uintptr(unsafe.Pointer(&b[0]))%SectorSize == 0
+}
+
+// AlignedBuffer returns n bytes of zeroed, SectorSize-aligned Go memory.
+// The Go heap does not promise 4096-byte alignment for large objects, so we
+// over-allocate and slice; the slice keeps the whole allocation alive.
+func AlignedBuffer(n int) []byte {
+	b := make([]byte, n+SectorSize)
+	skip := 0
+	if r := uintptr(unsafe.Pointer(&b[0])) % SectorSize; r != 0 {
+		skip = int(SectorSize - r)
+	}
+	return b[skip : skip+n : skip+n]
+}
+
+// BufferPool hands out aligned buffers of one size (BufferSize) from a fixed
+// region — for uringdev, memory registered with the ring — and, when the region
+// is exhausted, from the Go heap so that a caller never waits on the pool.
+// The region is bounded; heap buffers are garbage collected, so the pool never
+// grows.
+type BufferPool struct {
+	size   int
+	mu     sync.Mutex
+	free   [][]byte // free slabs of the region; never more than the region holds
+	region []byte
+}
+
+// NewBufferPool carves region (4096-aligned, a multiple of size) into slabs
+// of size bytes. A nil region gives a pool that always allocates.
+func NewBufferPool(region []byte, size int) *BufferPool {
+	if size <= 0 || size%SectorSize != 0 {
+		panic("dev: buffer size must be a positive multiple of SectorSize")
+	}
+	p := &BufferPool{size: size, region: region}
+	for off := 0; off+size <= len(region); off += size {
+		p.free = append(p.free, region[off:off+size:off+size])
+	}
+	return p
+}
+
+// BufferSize is the length of every buffer Get returns.
+func (p *BufferPool) BufferSize() int { return p.size }
+
+// Get returns a buffer of BufferSize bytes. Its content is undefined.
+func (p *BufferPool) Get() []byte {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	return AlignedBuffer(p.size)
+}
+
+// Put returns a buffer obtained from Get. Heap buffers are dropped.
+func (p *BufferPool) Put(b []byte) {
+	if !p.inRegion(b) {
+		return
+	}
+	p.mu.Lock()
+	p.free = append(p.free, b[:p.size:p.size])
+	p.mu.Unlock()
+}
+
+// InRegion reports whether b lies in the pool's fixed region.
+func (p *BufferPool) inRegion(b []byte) bool {
+	if len(b) == 0 || len(p.region) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&p.region[0]))
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	return addr >= start && addr+uintptr(len(b)) <= start+uintptr(len(p.region))
+}
