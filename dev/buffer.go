@@ -66,7 +66,8 @@ func (p *BufferPool) Get() []byte {
 	return AlignedBuffer(p.size)
 }
 
-// Put returns a buffer obtained from Get. Heap buffers are dropped.
+// Put returns a buffer obtained from Get, whole (not re-sliced). Heap
+// buffers are dropped.
 func (p *BufferPool) Put(b []byte) {
 	if !p.inRegion(b) {
 		return
@@ -76,7 +77,7 @@ func (p *BufferPool) Put(b []byte) {
 	p.mu.Unlock()
 }
 
-// InRegion reports whether b lies in the pool's fixed region.
+// inRegion reports whether b lies in the pool's fixed region.
 func (p *BufferPool) inRegion(b []byte) bool {
 	if len(b) == 0 || len(p.region) == 0 {
 		return false

@@ -42,7 +42,18 @@ type Device interface {
 }
 
 // CheckIO validates a batch against the alignment rules and the device size.
+// On failure every IO of the batch carries the error.
 func CheckIO(ios []IO, size int64) error {
+	err := checkIO(ios, size)
+	if err != nil {
+		for i := range ios {
+			ios[i].Err = err
+		}
+	}
+	return err
+}
+
+func checkIO(ios []IO, size int64) error {
 	for i := range ios {
 		io := &ios[i]
 		n := int64(len(io.Buf))
@@ -52,7 +63,7 @@ func CheckIO(ios []IO, size int64) error {
 		if !IsAligned(io.Buf) {
 			return fmt.Errorf("%w: io %d: buffer address not 4096-aligned", ErrAlignment, i)
 		}
-		if io.Off < 0 || io.Off+n > size {
+		if io.Off < 0 || io.Off > size-n { // not Off+n > size: that can overflow
 			return fmt.Errorf("%w: io %d: [%d, %d) outside device of %d bytes", ErrOutOfRange, i, io.Off, io.Off+n, size)
 		}
 	}

@@ -17,10 +17,11 @@
 //
 // # Contract
 //
-// Alignment. Every offset and every buffer length is a multiple of SectorSize
-// (4096), and every buffer's address is 4096-aligned (AlignedBuffer, or a
+// Alignment. Every offset is a multiple of SectorSize (4096), every buffer
+// length a positive multiple of it, and every buffer's address is 4096-aligned (AlignedBuffer, or a
 // Device's Buffers pool, gives such memory). A request outside the device or
-// not aligned fails with ErrAlignment or ErrOutOfRange before any I/O is issued.
+// not aligned fails with ErrAlignment or ErrOutOfRange before any I/O is issued;
+// every IO of a rejected batch then carries that error. An empty batch succeeds.
 //
 // Overlap. Read, Write, Flush and WriteDurable may be called from any number
 // of goroutines at once. The operations of one batch run in any order and
@@ -45,9 +46,11 @@
 //
 // Errors. EIO and ENOSPC from the medium come back wrapped and match
 // errors.Is(err, ErrIO) or errors.Is(err, ErrNoSpace) as well as the errno.
-// After a failed Flush, the state of writes completed before it is unknown
+// A failed write leaves its sectors' content unknown (old, new, or a mix of
+// 512-byte pieces). After a failed Flush, the state of writes completed before it is unknown
 // (as with fsync on Linux): the caller must treat the device as failed for
-// durability purposes.
+// durability purposes. After Close, every call (Close included) returns
+// ErrClosed.
 //
 // # Invariants
 //

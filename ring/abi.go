@@ -37,8 +37,7 @@ const (
 
 // SQE flags.
 const (
-	sqeIODrain = 1 << 1
-	sqeIOLink  = 1 << 2
+	sqeIOLink = 1 << 2
 )
 
 // Opcodes used here (the kernel's enum io_uring_op).

@@ -34,7 +34,7 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 	rs.free = append(rs.free, c.userData)
 	rs.inKernel--
 
-	head := op.chainHead()
+	head := op.head
 	retry := false
 	if c.res >= 0 {
 		op.N += int(c.res)
@@ -82,17 +82,32 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 	if head.restart >= 0 {
 		// Resubmit the chain from the first op that must run again; the ops
 		// after it were canceled by the kernel and run again too, still linked.
-		tail := head.chain()[head.restart:]
-		head.pending = len(tail)
-		head.restart = -1
-		rs.pending = append(rs.pending, tail...)
+		o := head
+		for o.index < head.restart {
+			o = o.next
+		}
+		head.pending, head.restart = 0, -1
+		for ; o != nil; o = o.next {
+			head.pending++
+			rs.pending = append(rs.pending, o)
+		}
 		return
 	}
-	for _, o := range head.chain() {
+	for o := head; o != nil; {
+		next := o.next // o belongs to the caller once delivered
 		o.state = opDone
-		rs.completed++
 		r.stats.completed.Add(1)
+		if o.then != nil && head.next == nil && o.then(o) {
+			// The callback refilled the op: it goes again, keeping its
+			// admission, with no trip through the queue.
+			linkChains1(o)
+			rs.pending = append(rs.pending, o)
+			o = next
+			continue
+		}
+		rs.completed++
 		switch {
+		case o.then != nil:
 		case o.wait != nil:
 			o.wait.complete()
 		case o.done != nil:
@@ -102,5 +117,6 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 				panic("ring: Submit's completion channel is full: it must have room for every outstanding op")
 			}
 		}
+		o = next
 	}
 }

@@ -41,12 +41,15 @@ const (
 	// or is short, the rest of the chain completes with ErrCanceled. Links run
 	// one after another, so never link writes that could run in parallel.
 	FlagLink OpFlags = 1 << iota
-	// FlagDrain starts this Op only after every Op submitted before it has
-	// completed (IOSQE_IO_DRAIN): a flush ordered after parallel writes.
-	FlagDrain
 	// FlagDatasync makes OpFsync an fdatasync.
 	FlagDatasync
 )
+
+// There is no IOSQE_IO_DRAIN flag: the ring always keeps a read of its wake
+// eventfd in flight, and a drained op waits for every earlier SQE, that read
+// included, so it would wait for the next wake-up. Order a flush after
+// parallel writes by waiting for them (two submissions), or link a lone write
+// to its flush.
 
 // Op is one io_uring operation. Fill Kind, Fd, Buf or Bufs, Off and Flags,
 // hand it to Ring.Do or Ring.Submit, and read N and Err once it completed.
@@ -69,19 +72,22 @@ type Op struct {
 
 	// Ring-private state; touched only by the reactor between submission
 	// and completion.
-	done   chan<- *Op   // async completion target (Submit)
-	wait   *waiter      // sync completion target (Do)
-	iovecs []unix.Iovec // readv/writev iovecs of the remaining range
-	fixed  bool         // Buf lies in the registered region
+	done   chan<- *Op     // async completion target (Submit)
+	then   func(*Op) bool // completion callback (SubmitFunc), run by the reactor
+	wait   *waiter        // sync completion target (Do)
+	iovecs []unix.Iovec   // readv/writev iovecs of the remaining range
+	fixed  bool           // Buf lies in the registered region
 	state  opState
 
 	// Chains. Every op belongs to one: an unlinked op is a chain of one.
-	// The head (first op) keeps the chain's bookkeeping.
-	head    *Op   // first op of the chain
-	index   int   // position in the chain
-	ops     []*Op // head only: the chain, a sub-slice of the caller's batch
-	pending int   // head only: CQEs of the chain still outstanding
-	restart int   // head only: index to resubmit from, or -1
+	// The head (first op) keeps the chain's bookkeeping. The members are
+	// linked through next, never through the caller's slice, which the
+	// caller may reuse as soon as Submit returns.
+	head    *Op // first op of the chain
+	next    *Op // next op of the chain, or nil
+	index   int // position in the chain
+	pending int // head only: CQEs of the chain still outstanding
+	restart int // head only: index to resubmit from, or -1
 }
 
 type opState uint8
@@ -104,19 +110,24 @@ func (op *Op) length() int {
 	return n
 }
 
-func (op *Op) chainHead() *Op { return op.head }
-
-func (op *Op) chain() []*Op { return op.ops }
-
 // linkChains sets up the chain bookkeeping of a validated batch.
 func linkChains(ops []*Op) {
 	start := 0
 	for i, op := range ops {
-		op.head, op.index, op.state = ops[start], i-start, opPending
-		if op.Flags&FlagLink == 0 {
-			h := ops[start]
-			h.ops, h.pending, h.restart = ops[start:i+1], i+1-start, -1
-			start = i + 1
+		op.head, op.index, op.state, op.next = ops[start], i-start, opPending, nil
+		if op.Flags&FlagLink != 0 {
+			op.next = ops[i+1]
+			continue
 		}
+		h := ops[start]
+		h.pending, h.restart = i+1-start, -1
+		start = i + 1
 	}
+}
+
+// linkChains1 resets a lone op for another trip through the ring.
+func linkChains1(op *Op) {
+	op.head, op.next, op.index, op.state = op, nil, 0, opPending
+	op.pending, op.restart = 1, -1
+	op.N, op.Err = 0, nil
 }

@@ -146,9 +146,6 @@ func (r *Ring) fill(s *sqe, op *Op, slot uint64, linkNext bool) {
 	if linkNext {
 		s.flags |= sqeIOLink
 	}
-	if op.Flags&FlagDrain != 0 {
-		s.flags |= sqeIODrain
-	}
 	switch op.Kind {
 	case OpNop:
 		s.opcode = opNop

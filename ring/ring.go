@@ -117,7 +117,7 @@ func (r *Ring) Do(ops ...*Op) error {
 	w := r.waiters.Get().(*waiter)
 	w.remaining.Store(int32(len(ops)))
 	for _, op := range ops {
-		op.wait, op.done = w, nil
+		op.wait, op.done, op.then = w, nil, nil
 	}
 	if err := r.submit(ops); err != nil {
 		r.waiters.Put(w)
@@ -140,7 +140,24 @@ func (r *Ring) Do(ops ...*Op) error {
 // caller and panics).
 func (r *Ring) Submit(done chan<- *Op, ops ...*Op) error {
 	for _, op := range ops {
-		op.wait, op.done = nil, done
+		op.wait, op.done, op.then = nil, done, nil
+	}
+	return r.submit(ops)
+}
+
+// SubmitFunc hands ops to the ring; as each completes, the reactor calls
+// then(op) on its own goroutine. If then returns true, the op (refilled by
+// then: a new Off, a new Buf) is submitted again at once, in the reactor's
+// next batch, without a trip through the queue; this is how a closed loop
+// (fio's) runs on the ring with no goroutine handoff per op. then must be
+// quick and must not block or call back into the ring: it runs on the
+// thread every completion of the ring waits on. Chains are not allowed here.
+func (r *Ring) SubmitFunc(then func(*Op) bool, ops ...*Op) error {
+	for _, op := range ops {
+		if op.Flags&FlagLink != 0 {
+			return fmt.Errorf("%w: SubmitFunc takes no linked chains", ErrInvalidOp)
+		}
+		op.wait, op.done, op.then = nil, nil, then
 	}
 	return r.submit(ops)
 }

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"ustore/bench/ringbench"
+)
+
+func newBenchCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Run benchmarks",
+		Long:  "Run ustore's benchmarks. bench/ring-vs-fio.sh runs 'bench ring' beside fio on the same file.",
+		Args:  noArgs,
+	}
+	c.AddCommand(newBenchRingCommand())
+	return c
+}
+
+func newBenchRingCommand() *cobra.Command {
+	var (
+		file, size, bs, engine string
+		qds                    []int
+		rws                    []string
+		duration               time.Duration
+		direct, fixed, asJSON  bool
+		noDirectPath           bool
+		progress               string
+	)
+	c := &cobra.Command{
+		Use:   "ring",
+		Short: "Measure the io_uring layer: IOPS, MB/s and latency per queue depth",
+		Long: `Measure the io_uring layer the way fio measures a device: reads or writes of
+one block size at each queue depth, on one file, for a fixed time. The file is
+created and laid out (written in full) when missing or sparse, so reads hit
+the device.
+
+Engines (--engine):
+  ring        fio's loop run on the ring's own goroutine: QD ops in flight, each
+              completion refills its op and the ring resubmits it in its next
+              batch, with no goroutine handoff
+  ring-async  the same loop driven from another goroutine (Ring.Submit and a
+              completion channel)
+  ring-sync   QD goroutines each issuing one synchronous read or write (the
+              ring's direct path when it is idle)
+  pread       QD goroutines each calling pread/pwrite (no io_uring)`,
+		Example: `  ustore bench ring
+  ustore bench ring --file /mnt/big.img --size 4G --qd 1,32,128 --rw randread --duration 30s
+  ustore bench ring --engine pread --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sz, err := parseBytes(size)
+			if err != nil {
+				return usageError{fmt.Errorf("--size: %w", err)}
+			}
+			b, err := parseBytes(bs)
+			if err != nil {
+				return usageError{fmt.Errorf("--bs: %w", err)}
+			}
+			if dir := filepath.Dir(file); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+			}
+			cfg := ringbench.Config{
+				File: file, Size: sz, BS: int(b), QDs: qds, RWs: rws, Duration: duration,
+				Direct: direct, Engine: engine, Fixed: fixed, NoDirect: noDirectPath,
+			}
+			stderr := cmd.ErrOrStderr()
+			if showProgress(progress, stderr) {
+				cfg.Progress = func(p ringbench.Progress) {
+					fmt.Fprintf(stderr, "\r%-9s qd %-4d %4.0fs/%.0fs %9.0f IOPS ", p.RW, p.QD,
+						p.Elapsed.Seconds(), p.Duration.Seconds(), float64(p.Ops)/p.Elapsed.Seconds())
+				}
+			}
+			if cfg.Progress != nil {
+				fmt.Fprintf(stderr, "preparing %s (%s)...", file, size)
+			}
+			results, err := ringbench.Run(cfg)
+			if cfg.Progress != nil {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(results)
+			}
+			printResults(cmd.OutOrStdout(), results)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&file, "file", "ustore-data/bench.img", "file or block device to run on (created if missing)")
+	f.StringVar(&size, "size", "1G", "bytes of the file the I/O covers")
+	f.StringVar(&bs, "bs", "4k", "block size of each I/O")
+	f.IntSliceVar(&qds, "qd", []int{1, 8, 32, 128}, "queue depths to run")
+	f.StringSliceVar(&rws, "rw", []string{"randread", "randwrite"}, "modes to run: randread, randwrite, read, write")
+	f.DurationVar(&duration, "duration", 10*time.Second, "time per configuration")
+	f.BoolVar(&direct, "direct", true, "open with O_DIRECT (bypass the page cache)")
+	f.BoolVar(&fixed, "fixed", true, "use registered (fixed) buffers on the ring engines")
+	f.BoolVar(&noDirectPath, "no-direct-path", false, "ring-sync: send lone calls through the ring even when it is idle")
+	f.StringVar(&engine, "engine", "ring", "engine: "+strings.Join(ringbench.Engines, ", "))
+	f.BoolVar(&asJSON, "json", false, "print results as JSON")
+	f.StringVar(&progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
+	return c
+}
+
+func showProgress(mode string, w io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func printResults(w io.Writer, results []ringbench.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "engine\trw\tqd\tIOPS\tMB/s\tp50 µs\tp99 µs\tp99.9 µs\tops/enter\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n",
+			r.Engine, r.RW, r.QD, r.IOPS, r.MBps, r.P50US, r.P99US, r.P999US, r.OpsPerEnter)
+	}
+	tw.Flush()
+}

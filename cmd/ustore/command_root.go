@@ -1,0 +1,36 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks errors in flags or arguments (exit code 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ustore",
+		Short: "ustore — an io_uring storage service with a copy-on-write B-tree engine",
+		Long: `ustore is a storage service for Linux: a daemon owns one backing device and
+serves directories and files over a Unix socket. Device I/O goes through one
+io_uring layer that batches reads, writes and flushes.
+
+Exit codes: 0 success, 1 the command failed, 2 bad flags or arguments.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{err}
+	})
+	root.AddCommand(newVersionCommand(), newBenchCommand())
+	return root
+}

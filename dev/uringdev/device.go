@@ -1,0 +1,359 @@
+package uringdev
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ustore/dev"
+	"ustore/ring"
+)
+
+// Options configure Open.
+type Options struct {
+	// Size: when positive and the path is a regular file smaller than Size,
+	// the file is extended (sparse) to Size. Block devices keep their size.
+	Size int64
+	// Buffered skips O_DIRECT: I/O goes through the page cache.
+	Buffered bool
+	// BufferSize is the size of each pooled buffer (default 64 KiB).
+	BufferSize int
+	// PoolBytes is the registered region carved into pooled buffers
+	// (default 8 MiB; negative: none). If the kernel refuses to register it (RLIMIT_MEMLOCK),
+	// the device runs without fixed buffers and says so.
+	PoolBytes int
+	// Ring configures the ring; its FixedBytes is set from PoolBytes.
+	Ring ring.Config
+	// Logger receives the lines about fallbacks (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Device is a dev.Device over io_uring.
+type Device struct {
+	f       *os.File
+	fd      int
+	size    int64
+	direct  bool
+	r       *ring.Ring
+	pool    *dev.BufferPool
+	closed  atomic.Bool
+	batches sync.Pool // *batch
+}
+
+var _ dev.Device = (*Device)(nil)
+
+// Open opens path for io_uring I/O. errors.Is(err, ring.ErrUnavailable) means
+// io_uring cannot be used on this machine.
+func Open(path string, opts Options) (*Device, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if opts.BufferSize == 0 {
+		opts.BufferSize = 64 << 10
+	}
+	if opts.PoolBytes == 0 {
+		opts.PoolBytes = 8 << 20
+	}
+	f, direct, err := OpenFile(path, opts.Size, !opts.Buffered, log)
+	if err != nil {
+		return nil, err
+	}
+	size, err := FileSize(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	cfg := opts.Ring
+	cfg.FixedBytes = max(0, opts.PoolBytes/opts.BufferSize*opts.BufferSize)
+	r, err := ring.New(cfg)
+	if err != nil && cfg.FixedBytes > 0 && !errors.Is(err, ring.ErrUnavailable) {
+		log.Warn("uringdev: running without registered buffers", "err", err)
+		cfg.FixedBytes = 0
+		r, err = ring.New(cfg)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	d := &Device{f: f, fd: int(f.Fd()), size: size, direct: direct, r: r}
+	d.pool = dev.NewBufferPool(r.FixedRegion(), opts.BufferSize)
+	d.batches.New = func() any { return new(batch) }
+	return d, nil
+}
+
+// OpenFile opens (creating if needed) path read-write, with O_DIRECT when
+// direct is set and the filesystem accepts it; otherwise buffered, with a log
+// line. A regular file smaller than size is extended, sparse. Shared with
+// sysdev through devopen's choice of backend.
+func OpenFile(path string, size int64, direct bool, log *slog.Logger) (f *os.File, isDirect bool, err error) {
+	flags := os.O_RDWR | os.O_CREATE | unix.O_CLOEXEC
+	if direct {
+		f, err = os.OpenFile(path, flags|syscall.O_DIRECT, 0o600)
+		if err == nil {
+			isDirect = true
+		} else if errors.Is(err, unix.EINVAL) {
+			log.Warn("O_DIRECT refused by the filesystem (tmpfs?); using buffered I/O", "path", path)
+		} else {
+			return nil, false, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	if f == nil {
+		if f, err = os.OpenFile(path, flags, 0o600); err != nil {
+			return nil, false, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	if size > 0 {
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, false, err
+		}
+		if st.Mode().IsRegular() && st.Size() < size {
+			if err := f.Truncate(size); err != nil {
+				f.Close()
+				return nil, false, fmt.Errorf("extend %s to %d bytes: %w", path, size, err)
+			}
+		}
+	}
+	return f, isDirect, nil
+}
+
+// FileSize returns a regular file's size or a block device's, rounded down to
+// whole sectors.
+func FileSize(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	if st.Mode()&os.ModeDevice != 0 {
+		n, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+		if err != nil {
+			return 0, fmt.Errorf("BLKGETSIZE64 %s: %w", f.Name(), err)
+		}
+		size = int64(n)
+	}
+	return size / dev.SectorSize * dev.SectorSize, nil
+}
+
+// Size returns the device size in bytes.
+func (d *Device) Size() int64 { return d.size }
+
+// Buffers returns the pool of registered buffers.
+func (d *Device) Buffers() *dev.BufferPool { return d.pool }
+
+// Backend names the implementation.
+func (d *Device) Backend() string {
+	mode := "buffered"
+	if d.direct {
+		mode = "O_DIRECT"
+	}
+	fixed := "no registered buffers"
+	if d.r.FixedRegion() != nil {
+		fixed = fmt.Sprintf("%d KiB registered buffers", len(d.r.FixedRegion())>>10)
+	}
+	return fmt.Sprintf("io_uring (%s, %s, %s)", d.r.Mode(), mode, fixed)
+}
+
+// Ring exposes the ring for benchmarks and statistics.
+func (d *Device) Ring() *ring.Ring { return d.r }
+
+// Read fills every IO's buffer.
+func (d *Device) Read(ios []dev.IO) error { return d.rw(ios, ring.OpRead) }
+
+// Write writes every IO's buffer.
+func (d *Device) Write(ios []dev.IO) error { return d.rw(ios, ring.OpWrite) }
+
+func (d *Device) rw(ios []dev.IO, kind ring.OpKind) error {
+	if d.closed.Load() {
+		return dev.ErrClosed
+	}
+	if err := dev.CheckIO(ios, d.size); err != nil {
+		return err
+	}
+	if len(ios) == 1 {
+		// A lone IO takes the ring's direct path when the ring is idle.
+		io := &ios[0]
+		var err error
+		if kind == ring.OpRead {
+			_, err = d.r.ReadAt(d.fd, io.Buf, io.Off)
+		} else {
+			_, err = d.r.WriteAt(d.fd, io.Buf, io.Off)
+		}
+		io.Err = d.mapErr(kind, io.Off, err)
+		return io.Err
+	}
+	b := d.getBatch()
+	defer d.putBatch(b)
+	var first error
+	// A batch larger than the ring admits at once goes in ring-sized pieces.
+	for chunk := range slices.Chunk(ios, d.r.InflightMax()) {
+		b.reset()
+		for i := range chunk {
+			b.add(ring.Op{Kind: kind, Fd: d.fd, Buf: chunk[i].Buf, Off: chunk[i].Off})
+		}
+		if err := d.run(b, chunk); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Flush makes completed writes durable.
+func (d *Device) Flush() error {
+	if d.closed.Load() {
+		return dev.ErrClosed
+	}
+	return d.mapErr(ring.OpFsync, 0, d.r.Fsync(d.fd, true))
+}
+
+// WriteDurable writes each stage and flushes after it, one submission per
+// stage.
+func (d *Device) WriteDurable(stages ...[]dev.IO) error {
+	if d.closed.Load() {
+		return dev.ErrClosed
+	}
+	for _, ios := range stages {
+		if err := dev.CheckIO(ios, d.size); err != nil {
+			return err
+		}
+	}
+	if len(stages) == 0 {
+		return d.Flush()
+	}
+	b := d.getBatch()
+	defer d.putBatch(b)
+	for _, ios := range stages {
+		if len(ios)+1 > d.r.InflightMax() {
+			// Too many for one submission: write in pieces, then flush.
+			if err := d.Write(ios); err != nil {
+				return err
+			}
+			if err := d.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		b.reset()
+		for i := range ios {
+			b.add(ring.Op{Kind: ring.OpWrite, Fd: d.fd, Buf: ios[i].Buf, Off: ios[i].Off})
+		}
+		flush := ring.Op{Kind: ring.OpFsync, Fd: d.fd, Flags: ring.FlagDatasync}
+		if len(ios) == 1 {
+			// A lone write and its flush go as one linked chain.
+			b.ops[0].Flags |= ring.FlagLink
+			b.add(flush)
+			if err := d.run(b, ios); err != nil {
+				return err
+			}
+			continue
+		}
+		// Parallel writes first; the flush only once all have completed.
+		if len(ios) > 0 {
+			if err := d.run(b, ios); err != nil {
+				return err
+			}
+		}
+		if err := d.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run submits the batch and copies each op's result into ios (the batch may
+// hold one op more than ios: a trailing flush).
+func (d *Device) run(b *batch, ios []dev.IO) error {
+	_ = d.r.Do(b.ptrs...)
+	for i := range b.ops {
+		op := &b.ops[i]
+		err := d.mapErr(op.Kind, op.Off, op.Err)
+		if i < len(ios) {
+			ios[i].Err = err
+		} else if err != nil {
+			// The flush of the stage failed: report it on every IO.
+			for j := range ios {
+				if ios[j].Err == nil {
+					ios[j].Err = err
+				}
+			}
+		}
+	}
+	if err := dev.FirstError(ios); err != nil {
+		return err
+	}
+	if len(ios) == 0 && len(b.ops) > 0 {
+		return d.mapErr(b.ops[0].Kind, 0, b.ops[0].Err)
+	}
+	return nil
+}
+
+func (d *Device) mapErr(kind ring.OpKind, off int64, err error) error {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ring.ErrClosed):
+		return dev.ErrClosed
+	case errors.As(err, &errno):
+		return dev.MediumError(kind.String(), off, errno)
+	}
+	return fmt.Errorf("uringdev: %s at offset %d: %w", kind, off, err)
+}
+
+// Close closes the ring and the file. Callers must have no call in flight.
+func (d *Device) Close() error {
+	if d.closed.Swap(true) {
+		return dev.ErrClosed
+	}
+	err := d.r.Close()
+	if cerr := d.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// batch is a pooled set of ops and the pointer slice Do takes: no
+// allocation per call once warm.
+type batch struct {
+	ops  []ring.Op
+	ptrs []*ring.Op
+}
+
+func (d *Device) getBatch() *batch {
+	b := d.batches.Get().(*batch)
+	b.reset()
+	return b
+}
+
+func (d *Device) putBatch(b *batch) {
+	clear(b.ops) // drop buffer references
+	d.batches.Put(b)
+}
+
+func (b *batch) reset() {
+	b.ops = b.ops[:0]
+	b.ptrs = b.ptrs[:0]
+}
+
+func (b *batch) add(op ring.Op) {
+	if len(b.ops) == cap(b.ops) {
+		// Growing moves the ops: rebuild the pointers after the append.
+		b.ops = append(b.ops, op)
+		b.ptrs = b.ptrs[:0]
+		for i := range b.ops {
+			b.ptrs = append(b.ptrs, &b.ops[i])
+		}
+		return
+	}
+	b.ops = append(b.ops, op)
+	b.ptrs = append(b.ptrs, &b.ops[len(b.ops)-1])
+}

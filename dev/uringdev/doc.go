@@ -1,0 +1,22 @@
+// Package uringdev is the io_uring Device: a backing file or block device
+// driven through one ring.Ring, opened with O_DIRECT where the filesystem
+// allows it, with a pool of 4096-aligned buffers registered with the ring
+// (operations on them use READ_FIXED/WRITE_FIXED).
+//
+// Mapping of the dev contract onto the ring:
+//
+//	Read/Write, one IO      ring.ReadAt/WriteAt (the direct path when the ring is idle)
+//	Read/Write, a batch     one ring.Do: every IO in parallel, one handoff
+//	Flush                   fdatasync (ring.Fsync)
+//	WriteDurable stage      the stage's writes, then an fdatasync ordered after them
+//	                        (linked behind a lone write; IOSQE_IO_DRAIN behind many),
+//	                        all in one submission; the next stage is submitted only
+//	                        after this one's flush succeeded
+//
+// # Invariants
+//
+//  1. Every batch is checked with dev.CheckIO before a single op is queued.
+//  2. A stage's flush is ordered after all of its writes (link or drain), and
+//     no write of the next stage is queued before that flush has returned 0.
+//  3. Errnos from the medium reach the caller wrapped by dev.MediumError.
+package uringdev

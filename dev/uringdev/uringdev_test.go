@@ -1,0 +1,103 @@
+package uringdev
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ustore/dev"
+	"ustore/dev/devtest"
+	"ustore/ring"
+)
+
+func opener(opts Options) func(t *testing.T, size int64) dev.Device {
+	return func(t *testing.T, size int64) dev.Device {
+		opts.Size = size
+		opts.Logger = slog.New(slog.DiscardHandler)
+		path := filepath.Join(t.TempDir(), strings.ReplaceAll(t.Name(), "/", "_"))
+		d, err := Open(path, opts)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return d
+	}
+}
+
+func TestDevice_Conformance(t *testing.T) {
+	t.Run("odirect", func(t *testing.T) { devtest.Run(t, opener(Options{})) })
+	t.Run("buffered", func(t *testing.T) { devtest.Run(t, opener(Options{Buffered: true})) })
+	t.Run("no-registered-buffers", func(t *testing.T) { devtest.Run(t, opener(Options{PoolBytes: -1})) })
+	t.Run("tiny-ring", func(t *testing.T) {
+		// Batches larger than the ring admits go in pieces.
+		devtest.Run(t, opener(Options{Ring: ring.Config{Entries: 4}}))
+	})
+}
+
+func openTest(t *testing.T, opts Options) *Device {
+	t.Helper()
+	d := opener(opts)(t, 64<<20).(*Device)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestDevice_Backend_Describes(t *testing.T) {
+	d := openTest(t, Options{})
+	if b := d.Backend(); !strings.Contains(b, "io_uring") || !strings.Contains(b, "O_DIRECT") || !strings.Contains(b, "registered") {
+		t.Fatalf("Backend() = %q", b)
+	}
+}
+
+func TestDevice_Write_PoolBuffersAreFixed(t *testing.T) {
+	d := openTest(t, Options{})
+	ios := make([]dev.IO, 8)
+	for i := range ios {
+		b := d.Buffers().Get()
+		for j := range b {
+			b[j] = byte(i + j)
+		}
+		ios[i] = dev.IO{Off: int64(i) * int64(len(b)), Buf: b}
+	}
+	if err := d.Write(ios); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.Ring().Stats(); st.FixedOps != 8 {
+		t.Fatalf("fixed ops %d, want 8 (pool buffers lie in the registered region)", st.FixedOps)
+	}
+	for _, io := range ios {
+		d.Buffers().Put(io.Buf)
+	}
+}
+
+func TestDevice_WriteDurable_Stages(t *testing.T) {
+	d := openTest(t, Options{})
+	nodes := make([]dev.IO, 4)
+	for i := range nodes {
+		nodes[i] = dev.IO{Off: int64(i+2) * dev.SectorSize, Buf: dev.AlignedBuffer(dev.SectorSize)}
+	}
+	super := []dev.IO{{Off: 0, Buf: dev.AlignedBuffer(dev.SectorSize)}}
+	copy(super[0].Buf, bytes.Repeat([]byte{0xEE}, dev.SectorSize))
+	before := d.Ring().Stats()
+	if err := d.WriteDurable(nodes, super); err != nil {
+		t.Fatal(err)
+	}
+	st := d.Ring().Stats()
+	// Stage 1: 4 writes in one batch, then a flush (the idle ring's direct
+	// path); stage 2: a write linked to its flush, one submission.
+	if ring, direct := st.Completed-before.Completed, st.Direct-before.Direct; ring != 6 || direct != 1 {
+		t.Fatalf("%d ring ops and %d direct, want 6 and 1", ring, direct)
+	}
+	got := dev.AlignedBuffer(dev.SectorSize)
+	if err := d.Read([]dev.IO{{Off: 0, Buf: got}}); err != nil || got[100] != 0xEE {
+		t.Fatalf("superblock read back: %v, byte %#x", err, got[100])
+	}
+}
+
+func TestDevice_Open_NotADirectory(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "missing", "f"), Options{Size: 1 << 20})
+	if err == nil || errors.Is(err, ring.ErrUnavailable) {
+		t.Fatalf("open under a missing directory: %v", err)
+	}
+}
