@@ -13,7 +13,7 @@ import (
 // "direct path") and pays no handoff. As soon as anything is in flight the
 // call joins the ring, where it is batched with the others. Ordering is
 // unaffected: every call is synchronous, and a later Fsync only covers
-// writes that have completed. docs/design/ring-direct-path.md has the
+// writes that have completed. docs/design/ring.md has the
 // measurements behind this choice.
 
 // ReadAt reads len(p) bytes at off from fd. It returns io.EOF when the file

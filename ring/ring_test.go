@@ -505,3 +505,49 @@ func TestRing_Do_NoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per Do, want 0", allocs)
 	}
 }
+
+func TestRing_SubmitFunc_ResubmitsWithoutHandoff(t *testing.T) {
+	r := newRing(t, Config{FixedBytes: 8 * 4096})
+	f := openFile(t, 1<<20, true)
+	const perOp = 50
+	var (
+		count    int // touched only by the reactor (in then) until finished closes
+		finished = make(chan struct{})
+		left     = 8
+	)
+	ops := make([]*Op, 8)
+	runs := make(map[*Op]int)
+	for i := range ops {
+		ops[i] = &Op{Kind: OpWrite, Fd: int(f.Fd()), Buf: r.FixedRegion()[i*4096 : (i+1)*4096], Off: int64(i) * 4096}
+	}
+	then := func(op *Op) bool {
+		if op.Err != nil || op.N != 4096 {
+			t.Errorf("op: n=%d err=%v", op.N, op.Err)
+		}
+		count++
+		runs[op]++
+		if runs[op] < perOp {
+			op.Off = (op.Off + 8*4096) % (1 << 20)
+			return true
+		}
+		if left--; left == 0 {
+			close(finished)
+		}
+		return false
+	}
+	if err := r.SubmitFunc(then, ops...); err != nil {
+		t.Fatal(err)
+	}
+	<-finished
+	if count != 8*perOp {
+		t.Fatalf("%d completions, want %d", count, 8*perOp)
+	}
+	// The first SubmitFunc may wake the reactor; the 392 resubmissions
+	// from the callback wake nobody.
+	if st := r.Stats(); st.KernelWakes+st.Parks > 2 {
+		t.Fatalf("%d eventfd wakes and %d parks: resubmission from the callback needs none", st.KernelWakes, st.Parks)
+	}
+	if err := r.SubmitFunc(then, &Op{Kind: OpNop, Flags: FlagLink}, &Op{Kind: OpNop}); !errors.Is(err, ErrInvalidOp) {
+		t.Fatalf("chain to SubmitFunc: %v, want ErrInvalidOp", err)
+	}
+}

@@ -1,0 +1,46 @@
+# ustore — the developer's targets. `make check` is what CI runs.
+GO        ?= go
+STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME  ?= 20s
+
+.PHONY: all build test race lint fmt-check check fuzz bench run clean
+
+all: build
+
+build:
+	$(GO) build -o ustore ./cmd/ustore
+
+## test: every test, as a developer runs them
+test:
+	$(GO) test ./...
+
+## race: every test under the race detector
+race:
+	$(GO) test -race ./...
+
+## lint: gofmt, go vet and staticcheck
+lint: fmt-check
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## check: lint, then every test under the race detector (CI runs this)
+check: lint race
+
+## fuzz: each fuzz target for FUZZTIME
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckIO$$' -fuzztime $(FUZZTIME) ./dev
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBytes$$' -fuzztime $(FUZZTIME) ./cmd/ustore
+
+## bench: the ring against fio and a pread pool, one table (takes ~25 min)
+bench:
+	bash bench/ring-vs-fio.sh
+
+## run: the main job on a default file (for now the ring benchmark)
+run: build
+	./ustore bench ring
+
+clean:
+	rm -f ustore

@@ -1,0 +1,163 @@
+package lint
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "ustore"
+
+// allowed lists, for every package, the project packages its non-test files
+// may import directly — DESIGN.md's diagram as a table. A new package must be
+// added here (and to the diagram) before it builds green.
+var allowed = map[string][]string{
+	"ring":            {},
+	"dev":             {},
+	"dev/memdev":      {"dev"},
+	"dev/sysdev":      {"dev"},
+	"dev/devtest":     {"dev"},
+	"dev/uringdev":    {"dev", "ring"},
+	"dev/devopen":     {"dev", "dev/sysdev", "dev/uringdev", "ring"},
+	"trace":           {},
+	"journal":         {"trace"},
+	"evict":           {"trace"},
+	"engine":          {"journal", "evict", "dev", "trace"},
+	"logtree":         {"engine", "journal", "evict", "dev", "trace"},
+	"store":           {"logtree", "engine", "evict", "journal", "dev", "dev/devopen", "trace"},
+	"proto":           {"trace"},
+	"server":          {"proto", "store", "trace"},
+	"client":          {"proto", "trace"},
+	"ebpf":            {"trace"},
+	"bench":           {"client", "trace"},
+	"bench/ringbench": {"ring", "dev"},
+	"cmd/ustore":      {"*"},
+	"internal/lint":   {},
+}
+
+// never lists what a package must not reach even transitively: the rules
+// under the diagram in DESIGN.md.
+var never = map[string][]string{
+	"engine":  {"logtree", "store", "server", "proto", "ring"},
+	"journal": {"ring", "engine", "logtree", "store"},
+	"logtree": {"ring", "store", "server"},
+	"ring":    {"dev", "engine", "logtree", "journal", "store"},
+	"dev":     {"ring", "engine", "logtree", "journal", "store"},
+	"proto":   {"store", "engine"},
+	"client":  {"store", "engine"},
+	"trace":   {"*"},
+}
+
+// projectImports parses every non-test .go file of the repository and
+// returns package → project packages it imports.
+func projectImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	imports := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "tools") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := filepath.ToSlash(rel)
+		if _, ok := imports[pkg]; !ok {
+			imports[pkg] = nil
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if p == module || strings.HasPrefix(p, module+"/") {
+				imports[pkg] = append(imports[pkg], strings.TrimPrefix(strings.TrimPrefix(p, module), "/"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imports
+}
+
+func TestImports_FollowDesign(t *testing.T) {
+	imports := projectImports(t, "../..")
+	if len(imports) < 5 {
+		t.Fatalf("found only %d packages: is the walk rooted at the repository?", len(imports))
+	}
+	pkgs := make([]string, 0, len(imports))
+	for p := range imports {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, pkg := range pkgs {
+		allow, ok := allowed[pkg]
+		if !ok {
+			t.Errorf("package %s is not in the import table: add it to DESIGN.md's diagram and to allowed", pkg)
+			continue
+		}
+		for _, imp := range imports[pkg] {
+			if !contains(allow, imp) {
+				t.Errorf("%s imports %s, against the direction in DESIGN.md (allowed: %v)", pkg, imp, allow)
+			}
+		}
+	}
+	for pkg, forbidden := range never {
+		for reached := range closure(imports, pkg) {
+			if contains(forbidden, reached) {
+				t.Errorf("%s reaches %s (transitively); DESIGN.md forbids it", pkg, reached)
+			}
+		}
+	}
+}
+
+// TestImports_CatchesViolation proves the check can fail: a made-up engine
+// that imports ring is caught directly and transitively.
+func TestImports_CatchesViolation(t *testing.T) {
+	bad := map[string][]string{"engine": {"dev/uringdev"}, "dev/uringdev": {"ring", "dev"}}
+	if contains(allowed["engine"], "dev/uringdev") {
+		t.Fatal("engine may import dev/uringdev?")
+	}
+	if _, reached := closure(bad, "engine")["ring"]; !reached || !contains(never["engine"], "ring") {
+		t.Fatal("transitive engine → ring not caught")
+	}
+}
+
+func closure(imports map[string][]string, from string) map[string]struct{} {
+	seen := map[string]struct{}{}
+	stack := append([]string(nil), imports[from]...)
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, ok := seen[p]; ok {
+			continue
+		}
+		seen[p] = struct{}{}
+		stack = append(stack, imports[p]...)
+	}
+	return seen
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s || x == "*" {
+			return true
+		}
+	}
+	return false
+}
