@@ -18,20 +18,20 @@
 //
 // The reactor's turn:
 //
-//	  submitters ──► queue (mutex, bounded by InflightMax: backpressure)
-//	                   │ take all
-//	                   ▼
-//	  pending ──► place: one SQE per op, chains whole, user_data = slot
-//	                   │
-//	                   ▼
-//	  io_uring_enter(to_submit, wait = nothing else to do ? 1 : 0, GETEVENTS)
-//	                   │
-//	                   ▼
-//	  reap CQEs ──► handle: done | resubmit (EINTR, EAGAIN, EBUSY, short) |
-//	                error to the caller | assertion (EFAULT, EINVAL we caused)
-//	                   │
-//	                   ▼
-//	  complete waiters (pooled cap-1 channels, never blocking), release admission
+//	submitters ──► queue (mutex, bounded by InflightMax: backpressure)
+//	                 │ take all
+//	                 ▼
+//	pending ──► place: one SQE per op, chains whole, user_data = slot
+//	                 │
+//	                 ▼
+//	io_uring_enter(to_submit, wait = nothing else to do ? 1 : 0, GETEVENTS)
+//	                 │
+//	                 ▼
+//	reap CQEs ──► handle: done | resubmit (EINTR, EAGAIN, EBUSY, short) |
+//	              error to the caller | assertion (EFAULT, EINVAL we caused)
+//	                 │
+//	                 ▼
+//	complete waiters (pooled cap-1 channels, never blocking), release admission
 //
 // While ops are in flight the reactor sleeps in io_uring_enter with a read
 // of an eventfd armed; a submitter writes the eventfd only after winning the
