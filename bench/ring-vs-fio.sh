@@ -134,21 +134,40 @@ def f1(x): return "-" if math.isnan(x) else f"{x:.1f}"
 def f2(x): return "-" if math.isnan(x) else f"{x:.2f}"
 def ratio(a, b): return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
 
-# Whole-disk I/O during each run, against the run's own: foreign load.
-foreign = {}
+# Whole-disk I/O during each run, against the run's own: foreign load. And
+# the CPU the rest of the machine used meanwhile (user+system ticks of all
+# CPUs minus the run's own), and the hypervisor's steal.
+foreign, cpu = {}, {}
+hz = float(params.get("HZ", 100))
 tsv = os.path.join(out, "runs.tsv")
 if os.path.exists(tsv):
     with open(tsv) as f:
+        cols = f.readline().rstrip("\n").split("\t")
         for line in f:
-            c = line.split("\t")
-            if c[0] == "rep" or len(c) < 8 or c[5] == "-":
+            c = dict(zip(cols, line.rstrip("\n").split("\t")))
+            rep, rw, qd, eng = c["rep"], c["rw"], c["qd"], c["engine"]
+            try:
+                wall = float(c["wall_s"])
+                other = (int(c["busy_after"]) - int(c["busy_before"]) -
+                         int(c["own_after"]) + int(c["own_before"])) / hz / wall
+                steal = (int(c["steal_after"]) - int(c["steal_before"])) / hz / wall
+                cpu[(rep, rw, qd, eng)] = (max(other, 0.0), steal)
+            except (KeyError, ValueError, ZeroDivisionError):
+                pass
+            if c.get("disk_ios_after", "-") == "-":
                 continue
-            rep, rw, qd, eng = c[0], c[1], c[2], c[3]
-            disk = int(c[5]) - int(c[4])
-            name = f"{rw}-qd{qd}-{eng}.json" if rw != "dp" else f"dp-{qd}.json"
-            r = load(os.path.join(out, f"rep{rep}", name))
-            if r and r["ops"]:
-                foreign[(rep, rw, qd, eng)] = (disk - r["ops"]) / r["ops"]
+            disk = int(c["disk_ios_after"]) - int(c["disk_ios_before"])
+            if rw == "dp":  # one run of every rw mode
+                try:
+                    with open(os.path.join(out, f"rep{rep}", f"dp-{qd}.json")) as jf:
+                        ops = sum(x["ops"] for x in json.load(jf))
+                except (OSError, ValueError):
+                    continue
+            else:
+                r = load(os.path.join(out, f"rep{rep}", f"{rw}-qd{qd}-{eng}.json"))
+                ops = r["ops"] if r else 0
+            if ops:
+                foreign[(rep, rw, qd, eng)] = (disk - ops) / ops
 
 M = {}
 for rw in rws:
@@ -212,6 +231,15 @@ noisy = [k for k, v in foreign.items() if k[1] != "dp" and v > 0.30]
 if foreign:
     print(f"noise: {len(noisy)} of {n_runs} runs saw foreign I/O on the disk > 30% of their own"
           + (": " + ", ".join(f"rep{k[0]} {k[1]} qd{k[2]} {k[3]}" for k in sorted(noisy)) if noisy else ""))
+main_cpu = [v for k, v in cpu.items() if k[1] != "dp"]
+if main_cpu:
+    others = sorted(v[0] for v in main_cpu)
+    steals = sorted(v[1] for v in main_cpu)
+    busy = sum(1 for o in others if o > 0.25)
+    print(f"noise: CPU used by everything but the run (other processes, kernel threads), in cores of "
+          f"{params.get('NPROC', '?')}: median {statistics.median(others):.2f}, max {others[-1]:.2f}; "
+          f"{busy} of {len(others)} runs above 0.25; hypervisor steal median "
+          f"{statistics.median(steals):.2f}, max {steals[-1]:.2f} cores")
 if n_runs < expected:
     print(f"missing: {expected - n_runs} of {expected} runs failed or are absent (see runs.tsv)")
 
@@ -283,9 +311,14 @@ with open(os.path.join(out, "details.txt"), "w") as d:
                 pr.append(f"rep{n} " + (f"{r['iops'] / f['iops']:.2f}" if f and r else "-") + "/" +
                           (f"{r['iops'] / p['iops']:.2f}" if p and r else "-"))
             d.write(f"{rw:9} qd{qd:<4} " + "  ".join(pr) + "\n")
-    d.write("\nforeign I/O per run (whole-disk I/Os minus the run's own, over its own)\n")
-    for k in sorted(foreign):
-        d.write(f"rep{k[0]} {k[1]} qd{k[2]} {k[3]}: {foreign[k] * 100:.0f}%\n")
+    d.write("\nper run: foreign disk I/O (whole-disk I/Os minus the run's own, over its own); "
+            "other CPU and steal in cores\n")
+    for k in sorted(set(foreign) | set(cpu),
+                    key=lambda k: (int(k[0]), k[1], int(k[2]) if k[2].isdigit() else 0, k[2], k[3])):
+        what = f"direct-path section, {k[2]}" if k[1] == "dp" else f"{k[1]} qd{k[2]} {k[3]}"
+        fo = f"{foreign[k] * 100:.0f}%" if k in foreign else "-"
+        oc, st = cpu.get(k, (math.nan, math.nan))
+        d.write(f"rep{k[0]} {what}: disk {fo}, other CPU {oc:.2f}, steal {st:.2f}\n")
 PY
 }
 
@@ -332,6 +365,8 @@ QDS=$QDS
 RWS=$RWS
 DURATION=$DURATION
 REPS=$REPS
+HZ=$(getconf CLK_TCK)
+NPROC=$(nproc)
 EOF
 
 # Lay the file out once, fully written (not sparse), so that every engine
@@ -368,6 +403,11 @@ fi
 diskios() { # completed reads + writes of the file's device
 	if [[ -n $dev ]]; then awk -v d="$dev" '$3 == d { print $4 + $8 }' /proc/diskstats; else echo -; fi
 }
+cputicks() { # machine user+nice+system, steal, and this shell's waited-for children's user+system
+	local own
+	own=$(awk '{ print $16 + $17 }' "/proc/$$/stat")
+	awk -v own="$own" '$1 == "cpu" { print $2 + $3 + $4, $9, own }' /proc/stat
+}
 
 {
 	echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -387,19 +427,23 @@ diskios() { # completed reads + writes of the file's device
 cat "$OUT/machine.txt"
 echo
 
-printf 'rep\trw\tqd\tengine\tdisk_ios_before\tdisk_ios_after\twall_s\trc\n' >"$OUT/runs.tsv"
+printf '%s\t' rep rw qd engine disk_ios_before disk_ios_after wall_s rc busy_before busy_after \
+	steal_before steal_after own_before own_after | sed 's/\t$/\n/' >"$OUT/runs.tsv"
 failures=0
 # run REP RW QD ENGINE JSON CMD...: one run, its JSON in JSON, stderr beside it.
 run() {
 	local rep=$1 rw=$2 qd=$3 eng=$4 json=$5
 	shift 5
-	local before after t0 rc=0
+	local before after t0 rc=0 busy0 steal0 own0 busy1 steal1 own1
+	read -r busy0 steal0 own0 < <(cputicks)
 	before=$(diskios)
-	t0=$(date +%s.%N)
+	t0=$EPOCHREALTIME
 	timeout $((dur_s + 180)) "$@" >"$json" 2>"${json%.json}.stderr" || rc=$?
 	after=$(diskios)
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n' "$rep" "$rw" "$qd" "$eng" "$before" "$after" \
-		"$(echo "$(date +%s.%N) - $t0" | bc)" "$rc" >>"$OUT/runs.tsv"
+	read -r busy1 steal1 own1 < <(cputicks)
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$rw" "$qd" "$eng" \
+		"$before" "$after" "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$rc" \
+		"$busy0" "$busy1" "$steal0" "$steal1" "$own0" "$own1" >>"$OUT/runs.tsv"
 	if ((rc != 0)); then
 		failures=$((failures + 1))
 		echo "ring-vs-fio: FAILED (rc $rc): $*" >&2

@@ -25,11 +25,13 @@ var allowed = map[string][]string{
 	"dev/uringdev":    {"dev", "ring"},
 	"dev/devopen":     {"dev", "dev/sysdev", "dev/uringdev", "ring"},
 	"trace":           {},
+	"lock":            {"trace"},
+	"internal/assert": {},
 	"journal":         {"trace"},
 	"evict":           {"trace"},
-	"engine":          {"journal", "evict", "dev", "trace"},
-	"logtree":         {"engine", "journal", "evict", "dev", "trace"},
-	"store":           {"logtree", "engine", "evict", "journal", "dev", "dev/devopen", "trace"},
+	"engine":          {"journal", "evict", "dev", "lock", "trace", "internal/assert"},
+	"logtree":         {"engine", "journal", "evict", "dev", "lock", "trace", "internal/assert"},
+	"store":           {"logtree", "engine", "evict", "journal", "dev", "dev/devopen", "lock", "trace", "internal/assert"},
 	"proto":           {"trace"},
 	"server":          {"proto", "store", "trace"},
 	"client":          {"proto", "trace"},
@@ -51,6 +53,8 @@ var never = map[string][]string{
 	"proto":   {"store", "engine"},
 	"client":  {"store", "engine"},
 	"trace":   {"*"},
+	"lock":    {"engine", "journal", "logtree", "store", "ring", "dev"},
+	"evict":   {"engine", "journal", "logtree", "store", "ring", "dev"},
 }
 
 // projectImports parses every non-test .go file of the repository and

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+)
+
+// allocator hands out device space. It keeps the free extents in memory
+// (rebuilt at mount from the free space tree) with two cursors, one for
+// metadata and one for data, so each kind stays clustered. A block freed in
+// transaction T is pinned — not reusable — until T is durable: the newest
+// durable superblock may still reach it. Every allocation and free is also
+// recorded in T's delta, which T's commit applies to the free space tree.
+type allocator struct {
+	mu         sync.Mutex
+	freeSet    extentSet
+	metaCursor uint64
+	dataCursor uint64
+	pinned     map[uint64][]extent // freeing transaction → extents
+	deltas     map[uint64]*allocDelta
+	size       uint64 // device bytes
+}
+
+// allocDelta is one transaction's changes to the allocation state.
+type allocDelta struct {
+	allocs, frees []extent
+}
+
+func newAllocator(size uint64) *allocator {
+	return &allocator{
+		size:       size,
+		metaCursor: firstAllocatable,
+		dataCursor: firstAllocatable + (size-firstAllocatable)/8,
+		pinned:     map[uint64][]extent{},
+		deltas:     map[uint64]*allocDelta{},
+	}
+}
+
+func (a *allocator) delta(tid uint64) *allocDelta {
+	d := a.deltas[tid]
+	if d == nil {
+		d = &allocDelta{}
+		a.deltas[tid] = d
+	}
+	return d
+}
+
+func (a *allocator) allocMeta(tid, length uint64) (uint64, error) {
+	return a.alloc(tid, length, &a.metaCursor)
+}
+
+// allocData allocates contiguous data space.
+func (a *allocator) allocData(tid, length uint64) (uint64, error) {
+	return a.alloc(tid, length, &a.dataCursor)
+}
+
+func (a *allocator) alloc(tid, length uint64, cursor *uint64) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start, ok := a.freeSet.findFrom(*cursor, length)
+	if !ok {
+		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
+	}
+	a.freeSet.remove(start, length)
+	*cursor = start + length
+	d := a.delta(tid)
+	d.allocs = append(d.allocs, extent{start, length})
+	return start, nil
+}
+
+// free releases space in transaction tid; it stays pinned until tid is
+// durable.
+func (a *allocator) free(tid, start, length uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pinned[tid] = append(a.pinned[tid], extent{start, length})
+	d := a.delta(tid)
+	d.frees = append(d.frees, extent{start, length})
+}
+
+// unpin makes the space freed by tid (now durable) allocatable.
+func (a *allocator) unpin(tid uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, x := range a.pinned[tid] {
+		if !a.freeSet.add(x.start, x.length) {
+			return fmt.Errorf("%w: block %d freed twice", ErrCorruption, x.start)
+		}
+	}
+	delete(a.pinned, tid)
+	return nil
+}
+
+// takeDelta removes and returns tid's delta (nil when empty).
+func (a *allocator) takeDelta(tid uint64) *allocDelta {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := a.deltas[tid]
+	delete(a.deltas, tid)
+	if d != nil && len(d.allocs) == 0 && len(d.frees) == 0 {
+		return nil
+	}
+	return d
+}
+
+// freeBytes is the space allocatable now (pinned space excluded).
+func (a *allocator) freeBytes() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.freeSet.total()
+}

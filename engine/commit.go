@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"ustore/dev"
+)
+
+// commit writes transaction tid to disk. The journal calls it once every
+// handle of tid has ended, while tid+1 may already run: tid's nodes are then
+// immutable (tid+1 CoWs them before any change), and the trees touched here
+// — the root tree and the free space tree — change only in commits.
+//
+//  1. Root items and the free space tree, until both stop changing (updating
+//     one allocates for the other).
+//  2. Every dirty node of tid, checksummed, in large batches; flush.
+//  3. The superblock (sequence +1, slot by sequence); flush.
+//
+// An error leaves the previous superblock the newest durable one and the
+// engine read-only.
+func (e *Engine) commit(tid uint64) error {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if err := e.failure(); err != nil {
+		return err
+	}
+	start := time.Now()
+	tr := &Trans{id: tid, e: e}
+	used := int64(e.usedBytes)
+	pendingRoots := map[uint64]rootRef{}
+	for round := 0; ; round++ {
+		if round > 64 {
+			return e.fail(fmt.Errorf("engine: commit %d: root items and free space did not converge", tid))
+		}
+		changed, err := e.updateRootItems(tr, pendingRoots)
+		if err != nil {
+			return e.fail(err)
+		}
+		if d := e.alloc.takeDelta(tid); d != nil {
+			delta, err := e.applyDelta(tr, d)
+			if err != nil {
+				return e.fail(err)
+			}
+			used += delta
+			changed = true
+		}
+		if !changed {
+			break
+		}
+	}
+	tUpdates := time.Since(start)
+
+	nodes := e.takeDirty(tid)
+	ios := make([]dev.IO, 0, len(nodes))
+	for _, eb := range nodes {
+		// The write lock orders the checksum store after any reader's
+		// copy (a CoW by tid+1 reads the node under its lock).
+		eb.lock.Lock()
+		eb.seal()
+		eb.lock.Unlock()
+		ios = append(ios, dev.IO{Off: int64(eb.bytenr), Buf: eb.data})
+	}
+	rootTree := e.trees[RootTreeID]
+	r := rootTree.rootAt(tid)
+	sb := e.sb
+	sb.Seq++
+	sb.Bytenr = slotOffset(sb.Seq)
+	sb.Generation = tid
+	sb.Root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
+	sb.BytesUsed = uint64(used)
+	super := dev.AlignedBuffer(superSize)
+	sb.encode(super)
+	tWrite := time.Now()
+	if err := e.dev.WriteDurable(ios, []dev.IO{{Off: int64(sb.Bytenr), Buf: super}}); err != nil {
+		return e.fail(fmt.Errorf("engine: commit %d: %w", tid, err))
+	}
+	for _, eb := range nodes {
+		eb.dirty.Store(false)
+	}
+	// The nodes are clean now, so evictable: bring the cache back to budget.
+	e.cache.Shrink()
+	e.sb = sb
+	e.usedBytes = uint64(used)
+	for id, ref := range pendingRoots {
+		e.trees[id].committedRoot = ref
+	}
+	rootTree.committedRoot = sb.Root
+	e.treesMu.RLock()
+	for _, t := range e.trees {
+		t.forgetRootsBefore(tid)
+	}
+	e.treesMu.RUnlock()
+	e.stats.commits.Add(1)
+	e.stats.nodesWritten.Add(uint64(len(nodes)))
+	e.log.Debug("engine: committed", "transid", tid, "nodes", len(nodes), "updates", tUpdates,
+		"write", time.Since(tWrite), "took", time.Since(start))
+	return nil
+}
+
+// committed runs after the journal published tid: the space tid freed is
+// reusable now.
+func (e *Engine) committed(tid uint64) {
+	if err := e.alloc.unpin(tid); err != nil {
+		e.fail(err)
+	}
+}
+
+// updateRootItems writes each tree's root as of tr into the root tree.
+func (e *Engine) updateRootItems(tr *Trans, pending map[uint64]rootRef) (bool, error) {
+	e.treesMu.RLock()
+	trees := make([]*Tree, 0, len(e.trees))
+	for id, t := range e.trees {
+		if id != RootTreeID {
+			trees = append(trees, t)
+		}
+	}
+	e.treesMu.RUnlock()
+	rootTree := e.trees[RootTreeID]
+	changed := false
+	for _, t := range trees {
+		r := t.rootAt(tr.id)
+		if r == nil {
+			continue // created by a later transaction
+		}
+		ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
+		last, ok := pending[t.id]
+		if !ok {
+			last = t.committedRoot
+		}
+		if ref == last {
+			continue
+		}
+		item := make([]byte, rootItemSize)
+		encodeRootItem(item, ref)
+		key := Key{t.id, TypeRootItem, 0}
+		err := rootTree.UpdateItem(tr, key, func(b []byte) { copy(b, item) })
+		if err == ErrNotFound {
+			err = rootTree.InsertItem(tr, key, item)
+		}
+		if err != nil {
+			return false, err
+		}
+		pending[t.id] = ref
+		changed = true
+	}
+	return changed, nil
+}
+
+// fail makes the engine read-only with err as the reason.
+func (e *Engine) fail(err error) error {
+	wrapped := fmt.Errorf("%w: %w", ErrReadOnly, err)
+	if e.failed.CompareAndSwap(nil, &wrapped) {
+		e.log.Error("engine: commit failed; read-only", "err", err)
+	}
+	return wrapped
+}

@@ -1,0 +1,59 @@
+package engine
+
+// cow copies the old node at level into a new block of transaction tr
+// (btrfs: btrfs_cow_block): the copy takes the old one's place in the path
+// and in its parent (or as the tree's root); the old block is freed, pinned
+// until tr is durable, and the old in-memory node is left untouched — it is
+// still the committed state's node and may be being written by the commit of
+// its own generation. The caller holds the old node and its parent (or the
+// root pointer) write-locked.
+func (t *Tree) cow(tr *Trans, p *Path, level int) error {
+	e := t.eng
+	old := p.Nodes[level]
+	neb, err := e.newNode(tr, t, old.Level())
+	if err != nil {
+		return err
+	}
+	copy(neb.data[hdrFsid:], old.data[hdrFsid:])
+	neb.setBytenrHeader(neb.bytenr)
+	neb.setGeneration(tr.id)
+	if parent := p.Nodes[level+1]; parent != nil {
+		slot := p.Slots[level+1]
+		parent.setPtr(slot, parent.Key(slot), neb.bytenr, tr.id)
+	} else {
+		t.setRoot(neb)
+	}
+	e.freeNode(tr, old)
+	old.lock.Unlock()
+	p.Nodes[level] = neb
+	t.stats.cows.Add(1)
+	return nil
+}
+
+// newNode allocates a block for a node of tree t at level, formats it and
+// returns it write-locked, dirty and cached.
+func (e *Engine) newNode(tr *Trans, t *Tree, level int) (*ExtentBuffer, error) {
+	bytenr, err := e.alloc.allocMeta(tr.id, uint64(e.geo.nodeSize))
+	if err != nil {
+		return nil, err
+	}
+	eb := newExtentBuffer(bytenr, alignedNode(e.geo.nodeSize), t.classes[level])
+	eb.initHeader(e.fsid, tr.id, t.id, level)
+	eb.lock.Lock()
+	eb.dirty.Store(true)
+	e.addDirty(tr.id, eb)
+	e.cache.Add(bytenr, eb)
+	return eb, nil
+}
+
+// freeNode frees a node's block in transaction tr. A node born in tr was
+// never on disk: it leaves the dirty set and the cache at once. Its block,
+// like every freed block, stays pinned until tr is durable.
+func (e *Engine) freeNode(tr *Trans, eb *ExtentBuffer) {
+	if eb.Generation() == tr.id {
+		e.removeDirty(tr.id, eb)
+		eb.dirty.Store(false)
+		e.cache.Remove(eb.bytenr)
+	}
+	e.alloc.free(tr.id, eb.bytenr, uint64(e.geo.nodeSize))
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ustore/dev"
+	"ustore/evict"
+	"ustore/journal"
+)
+
+// Options configure Mount.
+type Options struct {
+	// CacheBytes is the node cache budget (default 256 MiB). Dirty nodes are
+	// pinned and may take it over budget until their commit.
+	CacheBytes int64
+	// CommitInterval: see journal.Options (default 5 s).
+	CommitInterval time.Duration
+	// DirtyBytesMax: dirty metadata that triggers a commit (default 64 MiB).
+	DirtyBytesMax int64
+	Logger        *slog.Logger
+}
+
+// Engine is a mounted filesystem of B-trees on one device.
+//
+// Concurrency: trees, the allocator, the cache and the journal are safe for
+// concurrent use. commitMu serialises commits (the journal runs one at a
+// time anyway; the mutex guards sb and usedBytes). dirtyMu guards dirty.
+type Engine struct {
+	dev   dev.Device
+	geo   geometry
+	fsid  [16]byte
+	log   *slog.Logger
+	cache *evict.Cache[*ExtentBuffer]
+	alloc *allocator
+	j     *journal.Journal
+
+	treesMu sync.RWMutex
+	trees   map[uint64]*Tree
+
+	dirtyMu sync.Mutex
+	dirty   map[uint64]map[uint64]*ExtentBuffer // transid → bytenr → node
+
+	commitMu  sync.Mutex
+	sb        Superblock // the newest durable superblock
+	usedBytes uint64     // allocated bytes as of sb
+
+	failed atomic.Pointer[error]
+	stats  engineStats
+}
+
+// Trans is a handle on the running transaction: every change to a tree is
+// made under one, and carries its id as the generation.
+type Trans struct {
+	id uint64
+	h  *journal.Handle
+	e  *Engine
+}
+
+// ID is the transaction id (the generation of nodes it writes).
+func (tr *Trans) ID() uint64 { return tr.id }
+
+// End releases the handle; the transaction may then commit.
+func (tr *Trans) End() {
+	if tr.h != nil {
+		tr.h.End()
+		tr.h = nil
+	}
+}
+
+// Start joins the running transaction.
+func (e *Engine) Start() (*Trans, error) {
+	if err := e.failure(); err != nil {
+		return nil, err
+	}
+	h, err := e.j.Start()
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return &Trans{id: uint64(h.Transid()), h: h, e: e}, nil
+}
+
+// Commit commits the running transaction and waits until it is durable.
+func (e *Engine) Commit(ctx context.Context) (uint64, error) {
+	t, err := e.j.CommitNow(ctx)
+	return uint64(t), err
+}
+
+// Committed reports whether transaction tid is durable: one atomic load.
+func (e *Engine) Committed(tid uint64) bool { return e.j.Committed(journal.Transid(tid)) }
+
+// Tree returns the tree with id, or nil.
+func (e *Engine) Tree(id uint64) *Tree {
+	e.treesMu.RLock()
+	defer e.treesMu.RUnlock()
+	return e.trees[id]
+}
+
+// CreateTree creates an empty tree in transaction tr; its root item is
+// written at commit.
+func (e *Engine) CreateTree(tr *Trans, id uint64) (*Tree, error) {
+	e.treesMu.Lock()
+	defer e.treesMu.Unlock()
+	if _, ok := e.trees[id]; ok || id == RootTreeID || id == FreeSpaceTreeID {
+		return nil, fmt.Errorf("%w: tree %d", ErrExists, id)
+	}
+	t := newTree(e, id)
+	root, err := e.newNode(tr, t, 0)
+	if err != nil {
+		return nil, err
+	}
+	root.lock.Unlock()
+	t.root = root
+	e.trees[id] = t
+	return t, nil
+}
+
+// NodeSize is the size of every tree node.
+func (e *Engine) NodeSize() int { return e.geo.nodeSize }
+
+// ItemDataMax is the largest item payload.
+func (e *Engine) ItemDataMax() int { return e.geo.itemDataMax }
+
+// Device returns the engine's device.
+func (e *Engine) Device() dev.Device { return e.dev }
+
+func (e *Engine) failure() error {
+	if p := e.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// addDirty records a node born in transaction tid.
+func (e *Engine) addDirty(tid uint64, eb *ExtentBuffer) {
+	e.dirtyMu.Lock()
+	m := e.dirty[tid]
+	if m == nil {
+		m = map[uint64]*ExtentBuffer{}
+		e.dirty[tid] = m
+	}
+	m[eb.bytenr] = eb
+	e.dirtyMu.Unlock()
+	if e.j != nil {
+		e.j.AddDirty(int64(e.geo.nodeSize))
+	}
+}
+
+func (e *Engine) removeDirty(tid uint64, eb *ExtentBuffer) {
+	e.dirtyMu.Lock()
+	delete(e.dirty[tid], eb.bytenr)
+	e.dirtyMu.Unlock()
+}
+
+// takeDirty returns transaction tid's dirty nodes in bytenr order.
+func (e *Engine) takeDirty(tid uint64) []*ExtentBuffer {
+	e.dirtyMu.Lock()
+	m := e.dirty[tid]
+	delete(e.dirty, tid)
+	e.dirtyMu.Unlock()
+	nodes := make([]*ExtentBuffer, 0, len(m))
+	for _, eb := range m {
+		nodes = append(nodes, eb)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].bytenr < nodes[j].bytenr })
+	return nodes
+}
+
+// readChild returns child slot of parent, checking that it is what the
+// parent points at: its generation, owner and level.
+func (e *Engine) readChild(t *Tree, parent *ExtentBuffer, slot int) (*ExtentBuffer, error) {
+	eb, err := e.readNode(parent.BlockPtr(slot), t.id, parent.Level()-1)
+	if err != nil {
+		return nil, err
+	}
+	if g := parent.PtrGeneration(slot); eb.Generation() != g {
+		return nil, fmt.Errorf("%w: node %d: generation %d, parent %d expects %d", ErrCorruption, eb.bytenr, eb.Generation(), parent.bytenr, g)
+	}
+	return eb, nil
+}
+
+// readNode returns the node at bytenr from the cache, or reads and verifies
+// it (checksum, fsid, bytenr, owner, level) on a miss.
+func (e *Engine) readNode(bytenr, owner uint64, level int) (*ExtentBuffer, error) {
+	if bytenr < firstAllocatable || bytenr+uint64(e.geo.nodeSize) > uint64(e.dev.Size()) || bytenr%SectorSize != 0 {
+		return nil, fmt.Errorf("%w: node pointer %d outside the device", ErrCorruption, bytenr)
+	}
+	eb, err := e.cache.GetOrLoad(bytenr, func() (*ExtentBuffer, error) {
+		buf := alignedNode(e.geo.nodeSize)
+		ios := []dev.IO{{Off: int64(bytenr), Buf: buf}}
+		if err := e.dev.Read(ios); err != nil {
+			return nil, fmt.Errorf("engine: reading node %d: %w", bytenr, err)
+		}
+		eb := newExtentBuffer(bytenr, buf, nil)
+		if err := eb.verify(e.fsid, owner, level, e.geo.nodeSize); err != nil {
+			e.stats.corrupt.Add(1)
+			e.log.Error("corrupt tree node", "bytenr", bytenr, "tree", owner, "err", err)
+			return nil, err
+		}
+		if t := e.Tree(owner); t != nil {
+			eb.lock.Init(t.classes[eb.Level()], bytenr)
+		}
+		e.stats.nodeReads.Add(1)
+		return eb, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if eb.Owner() != owner || eb.Level() != level {
+		return nil, fmt.Errorf("%w: node %d: owner %d level %d, expected %d/%d", ErrCorruption, bytenr, eb.Owner(), eb.Level(), owner, level)
+	}
+	return eb, nil
+}
+
+func alignedNode(n int) []byte { return dev.AlignedBuffer(n) }
+
+// Close commits what is running, waits for it, and stops the journal.
+func (e *Engine) Close(ctx context.Context) error {
+	err := e.j.Close(ctx)
+	if cerr := e.failure(); err == nil && cerr != nil && !errors.Is(err, cerr) {
+		err = cerr
+	}
+	e.cache.Clear()
+	return err
+}
+
+// AllocData allocates length bytes (a multiple of SectorSize) of contiguous
+// data space in transaction tr, from the data cursor so file data stays
+// clustered apart from metadata. The caller must reference it from a tree
+// item in tr, or FreeData it.
+func (e *Engine) AllocData(tr *Trans, length uint64) (uint64, error) {
+	if length == 0 || length%SectorSize != 0 {
+		return 0, fmt.Errorf("engine: data allocation of %d bytes: not a positive multiple of %d", length, SectorSize)
+	}
+	return e.alloc.allocData(tr.id, length)
+}
+
+// FreeData frees data space in transaction tr; it is reusable once tr is
+// durable.
+func (e *Engine) FreeData(tr *Trans, start, length uint64) {
+	e.alloc.free(tr.id, start, length)
+}

@@ -1,0 +1,21 @@
+package engine
+
+import "errors"
+
+var (
+	// ErrCorruption marks anything read from disk that fails a checksum or a
+	// structural check. It becomes EIO for clients; the data is never used.
+	ErrCorruption = errors.New("engine: corruption")
+	// ErrNoSpace: the device has no free block for the allocation.
+	ErrNoSpace = errors.New("engine: no space left on device")
+	// ErrExists: an insert found an item with the same key.
+	ErrExists = errors.New("engine: item exists")
+	// ErrNotFound: no item with the key.
+	ErrNotFound = errors.New("engine: item not found")
+	// ErrItemTooLarge: an item payload exceeds a quarter of a leaf.
+	ErrItemTooLarge = errors.New("engine: item too large")
+	// ErrReadOnly: a commit failed; the store is read-only.
+	ErrReadOnly = errors.New("engine: read-only after a failed commit")
+	// ErrNotFormatted: no valid superblock.
+	ErrNotFormatted = errors.New("engine: no valid ustore superblock")
+)

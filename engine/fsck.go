@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	Trees       int
+	Nodes       int
+	Items       int
+	UsedBytes   uint64 // referenced by tree nodes (and data, later)
+	FreeBytes   uint64 // free in the free space tree
+	Problems    []error
+	problemsCut int
+}
+
+// problemsMax bounds the report on a badly damaged device.
+const problemsMax = 100
+
+func (r *CheckReport) add(format string, args ...any) {
+	if len(r.Problems) >= problemsMax {
+		r.problemsCut++
+		return
+	}
+	r.Problems = append(r.Problems, fmt.Errorf(format, args...))
+}
+
+// Err joins the problems, nil when clean.
+func (r *CheckReport) Err() error {
+	if len(r.Problems) == 0 {
+		return nil
+	}
+	errs := r.Problems
+	if r.problemsCut > 0 {
+		errs = append(errs[:len(errs):len(errs)], fmt.Errorf("... and %d more", r.problemsCut))
+	}
+	return errors.Join(errs...)
+}
+
+// Check verifies every tree and the space accounting of a quiescent engine
+// (no transaction running, everything committed): key order within and
+// across nodes, parent/child keys and generations, levels, checksums (every
+// node is read through verify), fill bounds, and that referenced space plus
+// free space is the device, with no block referenced twice. It is fsck; tests
+// run it on every engine they open.
+func Check(e *Engine) *CheckReport {
+	r := &CheckReport{}
+	refs := map[uint64]uint64{} // bytenr → owner
+	e.treesMu.RLock()
+	ids := make([]uint64, 0, len(e.trees))
+	for id := range e.trees {
+		ids = append(ids, id)
+	}
+	e.treesMu.RUnlock()
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		t := e.Tree(id)
+		t.rootLock.RLock()
+		root := t.root
+		t.rootLock.RUnlock()
+		r.Trees++
+		e.checkNode(t, root, true, MinKey, MaxKey, false, refs, r)
+	}
+	// Space: referenced nodes and free extents partition the device.
+	var free []extent
+	_ = e.trees[FreeSpaceTreeID].Iterate(MinKey, func(k Key, _ []byte) bool {
+		x, err := fstExtent(k)
+		if err != nil {
+			r.add("%v", err)
+			return true
+		}
+		free = append(free, x)
+		return true
+	})
+	type span struct {
+		start, end uint64
+		what       string
+	}
+	var spans []span
+	for b, owner := range refs {
+		spans = append(spans, span{b, b + uint64(e.geo.nodeSize), fmt.Sprintf("node of tree %d", owner)})
+		r.UsedBytes += uint64(e.geo.nodeSize)
+	}
+	for _, x := range free {
+		spans = append(spans, span{x.start, x.end(), "free extent"})
+		r.FreeBytes += x.length
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	next := uint64(firstAllocatable)
+	for _, s := range spans {
+		switch {
+		case s.start < next:
+			r.add("space: %s [%d, %d) overlaps what ends at %d", s.what, s.start, s.end, next)
+		case s.start > next:
+			r.add("space: [%d, %d) is neither referenced nor free (leaked)", next, s.start)
+		}
+		next = max(next, s.end)
+	}
+	if total := e.alloc.size; next != total {
+		r.add("space: accounted up to %d, device ends at %d", next, total)
+	}
+	if e.sb.BytesUsed != r.UsedBytes {
+		r.add("space: superblock says %d bytes used, trees reference %d", e.sb.BytesUsed, r.UsedBytes)
+	}
+	if got := e.alloc.freeBytes(); got != r.FreeBytes {
+		r.add("space: the allocator has %d bytes free, the free space tree %d", got, r.FreeBytes)
+	}
+	return r
+}
+
+// checkNode checks the subtree at eb, whose keys must lie in [lo, hi) (hi
+// exclusive unless hiOpen... MaxKey inclusive at the top).
+func (e *Engine) checkNode(t *Tree, eb *ExtentBuffer, isRoot bool, lo, hi Key, hiExclusive bool, refs map[uint64]uint64, r *CheckReport) {
+	r.Nodes++
+	if owner, dup := refs[eb.bytenr]; dup {
+		r.add("tree %d: node %d is also referenced by tree %d", t.id, eb.bytenr, owner)
+		return
+	}
+	refs[eb.bytenr] = t.id
+	if eb.Owner() != t.id {
+		r.add("tree %d: node %d owned by %d", t.id, eb.bytenr, eb.Owner())
+	}
+	if err := eb.checkShape(e.geo.nodeSize); err != nil {
+		r.add("tree %d: %v", t.id, err)
+		return
+	}
+	n := eb.ItemCount()
+	for i := 0; i < n; i++ {
+		k := eb.Key(i)
+		if k.Less(lo) || (hiExclusive && !k.Less(hi)) {
+			r.add("tree %d: node %d key %d %v outside its parent's range [%v, %v)", t.id, eb.bytenr, i, k, lo, hi)
+		}
+		if i > 0 && !eb.Key(i-1).Less(k) {
+			r.add("tree %d: node %d keys %d and %d out of order: %v, %v", t.id, eb.bytenr, i-1, i, eb.Key(i-1), k)
+		}
+	}
+	if eb.IsLeaf() {
+		r.Items += n
+		if !isRoot && eb.leafUsed() < e.geo.leafMinUsed() {
+			r.add("tree %d: leaf %d uses %d bytes, under the fill bound %d", t.id, eb.bytenr, eb.leafUsed(), e.geo.leafMinUsed())
+		}
+		return
+	}
+	if !isRoot && n < e.geo.ptrsMin() {
+		r.add("tree %d: node %d has %d pointers, under the fill bound %d", t.id, eb.bytenr, n, e.geo.ptrsMin())
+	}
+	for i := 0; i < n; i++ {
+		child, err := e.readNode(eb.BlockPtr(i), t.id, eb.Level()-1)
+		if err != nil {
+			r.add("tree %d: node %d child %d: %v", t.id, eb.bytenr, i, err)
+			continue
+		}
+		if child.Generation() != eb.PtrGeneration(i) {
+			r.add("tree %d: node %d child %d: generation %d, pointer says %d", t.id, eb.bytenr, i, child.Generation(), eb.PtrGeneration(i))
+		}
+		if child.Generation() > eb.Generation() {
+			r.add("tree %d: node %d (generation %d) points at newer node %d (generation %d)", t.id, eb.bytenr, eb.Generation(), child.bytenr, child.Generation())
+		}
+		clo, chi, chiEx := eb.Key(i), hi, hiExclusive
+		if i+1 < n {
+			chi, chiEx = eb.Key(i+1), true
+		}
+		if child.ItemCount() > 0 && child.Key(0).Less(clo) {
+			r.add("tree %d: node %d key %d %v above its child's first key %v", t.id, eb.bytenr, i, clo, child.Key(0))
+		}
+		e.checkNode(t, child, false, clo, chi, chiEx, refs, r)
+	}
+}

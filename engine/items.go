@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"fmt"
+
+	"ustore/internal/assert"
+)
+
+// ItemBatch is a run of new items with consecutive keys — no existing item
+// lies between the first and the last — inserted with one pass over their
+// sizes and one bulk copy of their data per leaf (the 2021 btrfs
+// bulk-insertion lesson). TotalDataSize is computed once, by the builder.
+//
+// Data holds the payloads back to front — the last item's first — which is
+// how they lie in a leaf (item data grows down from the end of the node), so
+// the payloads of any run of items are one contiguous piece of Data.
+type ItemBatch struct {
+	Keys          []Key
+	DataSizes     []uint32
+	TotalDataSize uint32
+	Count         int
+	Data          []byte
+}
+
+// NewItemBatch builds a batch from sorted keys and their payloads.
+func NewItemBatch(keys []Key, payloads [][]byte) (ItemBatch, error) {
+	b := ItemBatch{Keys: keys, DataSizes: make([]uint32, len(keys)), Count: len(keys)}
+	if len(keys) != len(payloads) {
+		return b, fmt.Errorf("engine: item batch: %d keys, %d payloads", len(keys), len(payloads))
+	}
+	for i, p := range payloads {
+		if i > 0 && !keys[i-1].Less(keys[i]) {
+			return b, fmt.Errorf("engine: item batch: key %v not above %v", keys[i], keys[i-1])
+		}
+		b.DataSizes[i] = uint32(len(p))
+		b.TotalDataSize += uint32(len(p))
+	}
+	b.Data = make([]byte, b.TotalDataSize)
+	end := len(b.Data)
+	for _, p := range payloads {
+		end -= len(p)
+		copy(b.Data[end:], p)
+	}
+	return b, nil
+}
+
+// InsertItem inserts one item; ErrExists if the key is present.
+func (t *Tree) InsertItem(tr *Trans, key Key, data []byte) error {
+	b := ItemBatch{Keys: []Key{key}, DataSizes: []uint32{uint32(len(data))}, TotalDataSize: uint32(len(data)), Count: 1, Data: data}
+	return t.InsertItems(tr, b)
+}
+
+// InsertItems inserts a batch. Items go into each leaf as a run: as many as
+// fit and belong there, then the search moves on for the rest.
+func (t *Tree) InsertItems(tr *Trans, b ItemBatch) error {
+	geo := t.eng.geo
+	for _, sz := range b.DataSizes {
+		if int(sz) > geo.itemDataMax {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrItemTooLarge, sz, geo.itemDataMax)
+		}
+	}
+	var p Path
+	defer p.Release()
+	done := 0
+	dataEnd := len(b.Data) // payloads of items [done, Count) end here
+	for done < b.Count {
+		first := int(b.DataSizes[done]) + itemHeaderSize
+		found, err := t.SearchSlot(tr, b.Keys[done], &p, first, true)
+		if err != nil {
+			return err
+		}
+		if found {
+			return fmt.Errorf("%w: %v in tree %d", ErrExists, b.Keys[done], t.id)
+		}
+		leaf, slot := p.Leaf()
+		// The run: items that fit, sort before the leaf's next item and
+		// below the leaf's upper bound.
+		free := leaf.leafFree()
+		end, bytes := done, 0
+		for end < b.Count {
+			need := int(b.DataSizes[end]) + itemHeaderSize
+			k := b.Keys[end]
+			if need > free-bytes ||
+				(slot < leaf.ItemCount() && !k.Less(leaf.Key(slot))) ||
+				(p.hasUpper && !k.Less(p.upper)) {
+				break
+			}
+			bytes += need
+			end++
+		}
+		if slot < leaf.ItemCount() && leaf.Key(slot) == b.Keys[end-1] {
+			return fmt.Errorf("%w: %v in tree %d", ErrExists, b.Keys[end-1], t.id)
+		}
+		assert.That(end > done, "InsertItems: the first item of the run must fit")
+		runData := bytes - (end-done)*itemHeaderSize
+		lo, hi := leaf.leafMakeRoom(slot, b.Keys[done:end], b.DataSizes[done:end], runData)
+		copy(leaf.data[lo:hi], b.Data[dataEnd-runData:dataEnd])
+		dataEnd -= runData
+		t.stats.itemsInserted.Add(uint64(end - done))
+		done = end
+		p.Release()
+	}
+	return nil
+}
+
+// Lookup returns a copy of the item's payload, or ErrNotFound.
+func (t *Tree) Lookup(key Key) ([]byte, error) {
+	var p Path
+	defer p.Release()
+	found, err := t.SearchSlot(nil, key, &p, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	leaf, slot := p.Leaf()
+	return append([]byte(nil), leaf.ItemData(slot)...), nil
+}
+
+// UpdateItem calls fn with the item's payload to change in place, under the
+// leaf's write lock only (a search with insLen 0: no parent write lock, no
+// split) unless the leaf must be CoW'd first.
+func (t *Tree) UpdateItem(tr *Trans, key Key, fn func(data []byte)) error {
+	var p Path
+	defer p.Release()
+	found, err := t.SearchSlot(tr, key, &p, 0, true)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	leaf, slot := p.Leaf()
+	fn(leaf.ItemData(slot))
+	return nil
+}
+
+// ResizeItem extends (zero-filled) or truncates an item's payload in place.
+func (t *Tree) ResizeItem(tr *Trans, key Key, size int) error {
+	if size > t.eng.geo.itemDataMax || size < 0 {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrItemTooLarge, size, t.eng.geo.itemDataMax)
+	}
+	var p Path
+	defer p.Release()
+	// Probe the current size with a read-only search, then search for the
+	// change: growing may split, shrinking may rebalance.
+	cur, err := t.Lookup(key)
+	if err != nil {
+		return err
+	}
+	ins := size - len(cur)
+	if ins == 0 {
+		return nil
+	}
+	if ins < 0 {
+		ins = -1
+	}
+	found, err := t.SearchSlot(tr, key, &p, ins, true)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	leaf, slot := p.Leaf()
+	if size-leaf.ItemSize(slot) > leaf.leafFree() {
+		// The leaf was not split: the item was found, and splits happen for
+		// misses. Split now, the parent is write-locked (write level 1).
+		if err := t.splitLeaf(tr, &p, size-leaf.ItemSize(slot)); err != nil {
+			return err
+		}
+		leaf, slot = p.Leaf()
+	}
+	leaf.leafResizeItem(slot, size)
+	if ins < 0 {
+		return t.balanceLeaf(tr, &p)
+	}
+	return nil
+}
+
+// DeleteItem deletes one item, or returns ErrNotFound.
+func (t *Tree) DeleteItem(tr *Trans, key Key) error {
+	n, err := t.DeleteRange(tr, key, key)
+	if err == nil && n == 0 {
+		return ErrNotFound
+	}
+	return err
+}
+
+// DeleteRange deletes every item with from <= key <= to and returns how
+// many it deleted.
+func (t *Tree) DeleteRange(tr *Trans, from, to Key) (int, error) {
+	var p Path
+	defer p.Release()
+	deleted := 0
+	for {
+		if _, err := t.SearchSlot(tr, from, &p, -1, true); err != nil {
+			return deleted, err
+		}
+		leaf, slot := p.Leaf()
+		end := slot
+		for end < leaf.ItemCount() && !to.Less(leaf.Key(end)) {
+			end++
+		}
+		if end == slot {
+			// Nothing here; the range may continue in the next leaf only if
+			// the leaf ended before to.
+			if slot < leaf.ItemCount() || !p.hasUpper || to.Less(p.upper) {
+				p.Release()
+				return deleted, t.collapseRoot(tr)
+			}
+			from = p.upper
+			p.Release()
+			continue
+		}
+		leaf.leafDeleteItems(slot, end-slot)
+		deleted += end - slot
+		if err := t.balanceLeaf(tr, &p); err != nil {
+			return deleted, err
+		}
+		p.Release()
+	}
+}
+
+// collapseRoot replaces an internal root that has one child by that child.
+func (t *Tree) collapseRoot(tr *Trans) error {
+	t.rootLock.RLock()
+	r := t.root
+	need := r.Level() > 0 && r.ItemCount() == 1
+	t.rootLock.RUnlock()
+	if !need {
+		return nil
+	}
+	t.rootLock.Lock()
+	defer t.rootLock.Unlock()
+	for {
+		r = t.root
+		r.lock.Lock()
+		if r.Level() == 0 || r.ItemCount() != 1 {
+			r.lock.Unlock()
+			return nil
+		}
+		child, err := t.eng.readChild(t, r, 0)
+		if err != nil {
+			r.lock.Unlock()
+			return err
+		}
+		t.setRoot(child)
+		t.eng.freeNode(tr, r)
+		r.lock.Unlock()
+	}
+}
+
+// Iterate calls fn for each item with key >= from, in key order, until fn
+// returns false. fn's data aliases the leaf: copy what you keep. The leaf is
+// read-locked while fn runs: fn must not modify the tree.
+func (t *Tree) Iterate(from Key, fn func(k Key, data []byte) bool) error {
+	var p Path
+	defer p.Release()
+	for {
+		if _, err := t.SearchSlot(nil, from, &p, 0, false); err != nil {
+			return err
+		}
+		leaf, slot := p.Leaf()
+		for i := slot; i < leaf.ItemCount(); i++ {
+			if !fn(leaf.Key(i), leaf.ItemData(i)) {
+				return nil
+			}
+		}
+		if !p.hasUpper {
+			return nil
+		}
+		from = p.upper
+		p.Release()
+	}
+}

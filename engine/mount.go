@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"ustore/dev"
+	"ustore/evict"
+	"ustore/journal"
+)
+
+// MkfsOptions configure Mkfs.
+type MkfsOptions struct {
+	NodeSize int // default NodeSizeDefault
+}
+
+// Mkfs formats the device: a root tree holding the root items of the fs,
+// checksum and free space trees, all empty but the free space tree, which
+// holds one extent: everything after the four initial nodes. Generation 1,
+// sequence 1.
+func Mkfs(d dev.Device, opts MkfsOptions) error {
+	ns := opts.NodeSize
+	if ns == 0 {
+		ns = NodeSizeDefault
+	}
+	if ns < NodeSizeMin || ns > NodeSizeMax || ns&(ns-1) != 0 {
+		return fmt.Errorf("engine: node size %d: must be a power of two from %d to %d", ns, NodeSizeMin, NodeSizeMax)
+	}
+	size := uint64(d.Size()) / uint64(ns) * uint64(ns)
+	if size < firstAllocatable+64*uint64(ns) {
+		return fmt.Errorf("engine: device of %d bytes is too small (at least %d)", d.Size(), firstAllocatable+64*uint64(ns))
+	}
+	var fsid [16]byte
+	if _, err := rand.Read(fsid[:]); err != nil {
+		return err
+	}
+	const gen = 1
+	ids := []uint64{RootTreeID, FSTreeID, CsumTreeID, FreeSpaceTreeID}
+	nodes := map[uint64]*ExtentBuffer{}
+	var ios []dev.IO
+	for i, id := range ids {
+		eb := newExtentBuffer(firstAllocatable+uint64(i*ns), alignedNode(ns), nil)
+		eb.initHeader(fsid, gen, id, 0)
+		nodes[id] = eb
+	}
+	for i, id := range ids[1:] {
+		item := make([]byte, rootItemSize)
+		encodeRootItem(item, rootRef{bytenr: nodes[id].bytenr, generation: gen})
+		leafAppend(nodes[RootTreeID], Key{id, TypeRootItem, 0}, item)
+		_ = i
+	}
+	freeStart := firstAllocatable + uint64(len(ids)*ns)
+	leafAppend(nodes[FreeSpaceTreeID], fstKey(freeStart, size-freeStart), nil)
+	for _, id := range ids {
+		nodes[id].seal()
+		ios = append(ios, dev.IO{Off: int64(nodes[id].bytenr), Buf: nodes[id].data})
+	}
+	sb := Superblock{
+		Fsid: fsid, Bytenr: slotOffset(1), Version: FormatVersion, Seq: 1, Generation: gen,
+		Root: rootRef{bytenr: nodes[RootTreeID].bytenr, generation: gen}, TotalBytes: size,
+		BytesUsed: uint64(len(ids) * ns), NodeSize: uint32(ns), SectorSize: SectorSize,
+		CsumType: CsumCRC32C, NextIno: 257,
+	}
+	super := dev.AlignedBuffer(superSize)
+	sb.encode(super)
+	// The other slot is zeroed first: a superblock left by an earlier
+	// format must never be mounted.
+	zero := dev.AlignedBuffer(superSize)
+	ios = append(ios, dev.IO{Off: int64(slotOffset(0)), Buf: zero})
+	return d.WriteDurable(ios, []dev.IO{{Off: int64(sb.Bytenr), Buf: super}})
+}
+
+// leafAppend appends an item to a leaf being built by hand (mkfs).
+func leafAppend(eb *ExtentBuffer, k Key, data []byte) {
+	n := eb.ItemCount()
+	lo, hi := eb.leafMakeRoom(n, []Key{k}, []uint32{uint32(len(data))}, len(data))
+	copy(eb.data[lo:hi], data)
+}
+
+// ROOT_ITEM payload: bytenr u64, level u8 (+7), generation u64.
+const rootItemSize = 24
+
+func encodeRootItem(b []byte, r rootRef) { putRootRef(b, r) }
+func decodeRootItem(b []byte) (rootRef, error) {
+	if len(b) != rootItemSize {
+		return rootRef{}, fmt.Errorf("%w: root item of %d bytes", ErrCorruption, len(b))
+	}
+	r := getRootRef(b)
+	if r.level > maxLevel {
+		return r, fmt.Errorf("%w: root item level %d", ErrCorruption, r.level)
+	}
+	return r, nil
+}
+
+// readSuperblock returns the valid slot with the highest sequence.
+func readSuperblock(d dev.Device) (Superblock, error) {
+	var best Superblock
+	var errs []error
+	found := false
+	for _, slot := range []uint64{superSlot0, superSlot1} {
+		buf := dev.AlignedBuffer(superSize)
+		if err := d.Read([]dev.IO{{Off: int64(slot), Buf: buf}}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sb, err := decodeSuperblock(buf, slot)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !found || sb.Seq > best.Seq {
+			best, found = sb, true
+		}
+	}
+	if !found {
+		return best, fmt.Errorf("%w: %w", ErrNotFormatted, errors.Join(errs...))
+	}
+	return best, nil
+}
+
+// Mount opens the filesystem on d at its newest valid superblock.
+func Mount(d dev.Device, opts Options) (*Engine, error) {
+	start := time.Now()
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	sb, err := readSuperblock(d)
+	if err != nil {
+		return nil, err
+	}
+	if sb.TotalBytes > uint64(d.Size()) {
+		return nil, fmt.Errorf("engine: filesystem of %d bytes on a device of %d", sb.TotalBytes, d.Size())
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = 256 << 20
+	}
+	e := &Engine{
+		dev: d, geo: newGeometry(int(sb.NodeSize)), fsid: sb.Fsid, log: log,
+		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
+		alloc: newAllocator(sb.TotalBytes), trees: map[uint64]*Tree{},
+		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
+	}
+	rootTree := newTree(e, RootTreeID)
+	e.trees[RootTreeID] = rootTree
+	if rootTree.root, err = e.readNode(sb.Root.bytenr, RootTreeID, sb.Root.level); err != nil {
+		return nil, fmt.Errorf("engine: mount: root tree: %w", err)
+	}
+	if rootTree.root.Generation() != sb.Root.generation {
+		return nil, fmt.Errorf("%w: root tree root generation %d, superblock says %d", ErrCorruption, rootTree.root.Generation(), sb.Root.generation)
+	}
+	rootTree.committedRoot = sb.Root
+	var refs []struct {
+		id  uint64
+		ref rootRef
+	}
+	var decodeErr error
+	err = rootTree.Iterate(MinKey, func(k Key, data []byte) bool {
+		if k.Type != TypeRootItem {
+			return true
+		}
+		r, err := decodeRootItem(data)
+		if err != nil {
+			decodeErr = err
+			return false
+		}
+		refs = append(refs, struct {
+			id  uint64
+			ref rootRef
+		}{k.ObjectID, r})
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: mount: root items: %w", err)
+	}
+	for _, r := range refs {
+		t := newTree(e, r.id)
+		e.trees[r.id] = t
+		if t.root, err = e.readNode(r.ref.bytenr, r.id, r.ref.level); err != nil {
+			return nil, fmt.Errorf("engine: mount: tree %d: %w", r.id, err)
+		}
+		t.committedRoot = r.ref
+	}
+	for _, id := range []uint64{FSTreeID, CsumTreeID, FreeSpaceTreeID} {
+		if e.trees[id] == nil {
+			return nil, fmt.Errorf("%w: no root item for tree %d", ErrCorruption, id)
+		}
+	}
+	if err := e.loadFreeSpace(); err != nil {
+		return nil, fmt.Errorf("engine: mount: free space: %w", err)
+	}
+	e.j, err = journal.Open(journal.Options{
+		CommitInterval: opts.CommitInterval,
+		DirtyBytesMax:  opts.DirtyBytesMax,
+		Commit:         func(t journal.Transid) error { return e.commit(uint64(t)) },
+		Committed:      func(t journal.Transid) { e.committed(uint64(t)) },
+		Logger:         log,
+		FirstTransid:   journal.Transid(sb.Generation + 1),
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("engine: mounted", "generation", sb.Generation, "seq", sb.Seq, "node_size", sb.NodeSize,
+		"bytes", sb.TotalBytes, "used", sb.BytesUsed, "took", time.Since(start))
+	return e, nil
+}
+
+// loadFreeSpace rebuilds the allocator's free extents from the free space
+// tree.
+func (e *Engine) loadFreeSpace() error {
+	var bad error
+	err := e.trees[FreeSpaceTreeID].Iterate(MinKey, func(k Key, _ []byte) bool {
+		x, err := fstExtent(k)
+		if err == nil && (x.start < firstAllocatable || x.end() > e.alloc.size) {
+			err = fmt.Errorf("%w: free extent [%d, %d) outside the device", ErrCorruption, x.start, x.end())
+		}
+		if err == nil && !e.alloc.freeSet.add(x.start, x.length) {
+			err = fmt.Errorf("%w: free extents overlap at %d", ErrCorruption, x.start)
+		}
+		bad = err
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	return bad
+}

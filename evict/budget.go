@@ -1,0 +1,111 @@
+package evict
+
+// Keeping the cache within its budget.
+//
+// After an insertion, while the total is over BudgetBytes, an eviction pass
+// sweeps the inserting shard, then every other shard once, round robin from
+// a rotating start, each at most sweepsMax revolutions of its ring, and
+// stops as soon as the total is within budget. A shard is swept under its
+// write lock, so no hit can set a bit the hand has cleared: two revolutions
+// evict every clean entry of the shard. A pass that visits every shard and
+// is still over budget gives up: what is left is pinned, or is the entry
+// just added, or was added to a shard after the pass had swept it.
+//
+// The pinned floor. A pass that gives up has called Pinned on every entry,
+// so running one on each Add would make an over-pinned cache quadratic —
+// every new dirty node would rescan all the others, the kind of cost the
+// 2013 btrfs eviction patch took out of unmount. So a pass that gives up
+// records the bytes it could not evict as the floor, and the next pass
+// starts only when the total exceeds BudgetBytes + floor: one full scan per
+// BudgetBytes added, not one per Add. A pass that reaches the budget
+// resets the floor to 0; Remove lowers it by what it removes; Clear resets
+// it. Entries that become unpinned do not lower it (the cache is not told),
+// so whoever unpins many entries at once — the engine after a transaction
+// commit — calls Shrink.
+//
+// The resulting bound, with no concurrent calls: after an Add, GetOrLoad or
+// Shrink, Bytes() ≤ max(BudgetBytes + floor, pinned + the entry just
+// added), where floor ≤ the bytes pinned when a pass last gave up. While no
+// entry is unpinned behind the cache's back (or Shrink follows), that is
+// within BudgetBytes + the pinned bytes + one entry. Concurrent Adds can
+// each have one entry in flight on top.
+
+// afterInsert runs an eviction pass if the insertion of it, charged bytes,
+// in shard i took the cache past its budget plus the pinned floor.
+func (c *Cache[E]) afterInsert(i int, it *item[E], bytes int64) {
+	// total − floor > budget, not total > budget + floor: the sum could
+	// overflow with a budget near math.MaxInt64.
+	if c.totals.bytes.Load()-c.floorBytes.Load() > c.budgetBytes {
+		c.evictPass(i, it, bytes)
+	}
+}
+
+// Shrink runs an eviction pass whatever the pinned floor, and returns how
+// many entries it evicted. Call it after unpinning many entries (a
+// transaction commit makes its dirty nodes clean), so that the cache gets
+// back within budget without waiting for the next Add.
+func (c *Cache[E]) Shrink() int {
+	return c.evictPass(-1, nil, 0)
+}
+
+// evictPass evicts clean entries until the total is within budget: in
+// shard first (−1 for none), then in the others. exempt, charged
+// exemptBytes, is the item whose insertion started the pass; it is never
+// evicted by it. It returns how many entries it evicted, and sets the
+// pinned floor.
+func (c *Cache[E]) evictPass(first int, exempt *item[E], exemptBytes int64) int {
+	evicted := 0
+	if first >= 0 {
+		evicted += c.evictShard(first, exempt)
+		if c.totals.bytes.Load() <= c.budgetBytes {
+			c.floorBytes.Store(0)
+			return evicted
+		}
+	}
+	n := len(c.shards)
+	start := int(c.nextShard.Add(1))
+	for k := range n {
+		i := (start + k) & (n - 1)
+		if i == first {
+			continue
+		}
+		evicted += c.evictShard(i, nil)
+		if c.totals.bytes.Load() <= c.budgetBytes {
+			c.floorBytes.Store(0)
+			return evicted
+		}
+	}
+	c.floorBytes.Store(max(0, c.totals.bytes.Load()-exemptBytes))
+	return evicted
+}
+
+// evictShard sweeps shard i under its write lock, then calls OnEvict for
+// what it evicted with no lock held. It returns how many it evicted.
+func (c *Cache[E]) evictShard(i int, exempt *item[E]) int {
+	s := &c.shards[i]
+	var inline [victimsInline]keyEntry[E]
+	collect := c.onEvict != nil
+	s.mu.Lock()
+	before := len(s.items)
+	victims := s.sweepLocked(c.budgetBytes, exempt, inline[:0], collect)
+	evicted := before - len(s.items)
+	s.mu.Unlock()
+	for _, v := range victims {
+		c.onEvict(v.key, v.entry)
+	}
+	return evicted
+}
+
+// lowerFloor lowers the pinned floor by bytes that left the cache, down to
+// zero: those bytes no longer hold the total up.
+func (c *Cache[E]) lowerFloor(bytes int64) {
+	for {
+		f := c.floorBytes.Load()
+		if f == 0 {
+			return
+		}
+		if c.floorBytes.CompareAndSwap(f, max(0, f-bytes)) {
+			return
+		}
+	}
+}

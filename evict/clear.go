@@ -1,0 +1,76 @@
+package evict
+
+// Clear drops every unpinned entry and returns how many pinned entries
+// remain, for unmount and for dropping a whole tree's nodes.
+//
+// It is the lesson of the 2013 btrfs patch "fix very slow inode eviction
+// and fs unmount": tearing a structure down one element at a time, with
+// the bookkeeping a single removal does, made unmount quadratic (98 s
+// instead of 1.8 s). Here each shard is torn down in one linear walk of its
+// ring under one lock acquisition: the pinned items are relinked into a
+// fresh ring and a fresh map sized for them, and the old map is dropped
+// whole — no per-entry map deletion, no hand movement, no budget checks.
+// OnEvict, if set, is then called for each dropped entry with no lock held,
+// and the drops count as evictions.
+//
+// A GetOrLoad in flight during Clear may cache its entry after Clear has
+// passed its shard.
+func (c *Cache[E]) Clear() int {
+	pinned := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		dropped, n := s.clearLocked(c.onEvict != nil)
+		pinned += len(s.items)
+		s.mu.Unlock()
+		s.evictions.Add(int64(n))
+		if c.onEvict != nil {
+			for it := dropped; it != nil; it = it.next {
+				c.onEvict(it.key, it.entry)
+			}
+		}
+	}
+	c.floorBytes.Store(0)
+	return pinned
+}
+
+// clearLocked replaces the shard's ring and map by ones that hold only its
+// pinned items, and returns how many it dropped and, when chain is set,
+// the dropped items as a list linked through next (nil-terminated, no
+// longer reachable from the shard) for OnEvict. Without chain the dropped
+// items are not written at all: they go to the garbage collector with the
+// old map. The caller holds the write lock.
+func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
+	count := len(s.items)
+	var kept []*item[E]
+	var droppedBytes int64
+	it := s.hand
+	for range count {
+		next := it.next
+		if it.entry.Pinned() {
+			kept = append(kept, it)
+		} else {
+			if chain {
+				it.prev, it.next = nil, dropped
+				dropped = it
+			}
+			droppedBytes += it.bytes
+			n++
+		}
+		it = next
+	}
+	assert(it == s.hand, "evict: ring length differs from map size")
+
+	s.items = make(map[uint64]*item[E], len(kept))
+	s.hand = nil
+	for _, k := range kept {
+		s.link(k)
+		s.items[k.key] = k
+	}
+	s.bytes -= droppedBytes
+	assert(s.bytes >= 0, "evict: shard bytes went negative")
+	s.totals.bytes.Add(-droppedBytes)
+	s.totals.entries.Add(-int64(n))
+	s.checkAfterChange()
+	return dropped, n
+}

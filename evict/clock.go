@@ -1,0 +1,83 @@
+package evict
+
+// The CLOCK ring of a shard: a circular doubly linked list of its items and
+// a hand that goes round it. A hit sets an item's reference bit; when the
+// cache is over budget the hand moves on, clearing set bits (a second
+// chance) and skipping pinned items, and evicts the first clean,
+// unreferenced item it meets. New items go just behind the hand, so a full
+// revolution passes before they can be evicted.
+//
+//	        hand
+//	         ▼
+//	   ┌──► [a] ──► [b] ──► [c] ──┐      link(n):  … [c] ──► [n] ──► [a] …
+//	   └───────────────────────────┘                  (n is reached last)
+//
+// A linked ring, rather than a slice with swap-removal, keeps the order the
+// algorithm promises (a deterministic test relies on it) and makes removal
+// O(1) without moving any other item.
+
+// link puts it into the ring just behind the hand, so that of all items the
+// hand reaches it last. The caller holds the write lock.
+func (s *shard[E]) link(it *item[E]) {
+	h := s.hand
+	if h == nil {
+		it.prev, it.next = it, it
+		s.hand = it
+		return
+	}
+	it.prev, it.next = h.prev, h
+	h.prev.next = it
+	h.prev = it
+}
+
+// unlink takes it out of the ring; if the hand was on it, the hand moves to
+// the next item. The caller holds the write lock.
+func (s *shard[E]) unlink(it *item[E]) {
+	if it.next == it {
+		s.hand = nil
+	} else {
+		if s.hand == it {
+			s.hand = it.next
+		}
+		it.prev.next = it.next
+		it.next.prev = it.prev
+	}
+	it.prev, it.next = nil, nil
+}
+
+// sweepLocked moves the hand until the cache's total is at most budgetBytes
+// or the hand has made sweepsMax revolutions of the ring (as long as it was
+// when the sweep began), evicting clean, unreferenced items on the way.
+// exempt, the item whose Add started the pass, is never evicted by it.
+// When collect is set, the evicted entries are appended to victims for
+// OnEvict. The caller holds the write lock.
+//
+// The bound on revolutions is what lets an all-pinned shard end the sweep:
+// it stays over budget, and every pinned item the hand passed is counted in
+// pinnedSkips.
+func (s *shard[E]) sweepLocked(budgetBytes int64, exempt *item[E], victims []keyEntry[E], collect bool) []keyEntry[E] {
+	stepsMax := sweepsMax * len(s.items)
+	steps := 0
+	// The hand is nil once the sweep has evicted every item.
+	for ; steps < stepsMax && s.hand != nil && s.totals.bytes.Load() > budgetBytes; steps++ {
+		it := s.hand
+		switch {
+		case it == exempt:
+			s.hand = it.next
+		case it.ref.Load():
+			it.ref.Store(false)
+			s.hand = it.next
+		case it.entry.Pinned():
+			s.pinnedSkips.Add(1)
+			s.hand = it.next
+		default:
+			// dropLocked moves the hand to it.next.
+			s.dropLocked(it)
+			s.evictions.Add(1)
+			if collect {
+				victims = append(victims, keyEntry[E]{key: it.key, entry: it.entry})
+			}
+		}
+	}
+	return victims
+}

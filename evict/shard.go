@@ -1,0 +1,118 @@
+package evict
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// shard is one independently locked part of the cache: the keys whose hash
+// selects it, in a map for lookups and a CLOCK ring for eviction.
+//
+// Who touches what: mu's read lock is enough to look an item up and set
+// its reference bit (Get's hit path); everything that changes items, hand,
+// bytes, loading or an item's links holds mu's write lock. The counters are
+// atomic because hits and misses are counted under the read lock. The
+// cache-wide totals are updated under the write lock too, so a caller that
+// holds every shard's read lock (Check) sees them consistent.
+type shard[E Entry] struct {
+	// The first cache line holds what a hit touches: the lock (which every
+	// reader writes), the hit and miss counters, and the map and hand
+	// fields. A hit so moves one line between cores, not two.
+	mu           sync.RWMutex
+	hits, misses atomic.Int64
+	// items maps a key to its item; every item is also in the ring.
+	items map[uint64]*item[E]
+	// hand is the next item the CLOCK hand looks at; nil iff items is
+	// empty. New items go just behind it (link), so they are the last it
+	// reaches.
+	hand *item[E]
+	// bytes is the sum of the items' charged bytes.
+	bytes int64
+
+	// loading holds the in-flight GetOrLoad call of each key being loaded:
+	// at most one per key, and at most one per goroutine in all.
+	loading map[uint64]*call[E]
+	// totals are the cache-wide counts this shard adds into.
+	totals *totals
+
+	loads, evictions, pinnedSkips atomic.Int64
+
+	// The padding makes a shard two cache lines (TestShard_Size), so that
+	// no shard's hot line is shared with its neighbour's.
+	_ [24]byte
+}
+
+// totals are the cache-wide sums of the shards' bytes and item counts.
+type totals struct {
+	bytes, entries atomic.Int64
+}
+
+func (s *shard[E]) init(t *totals) {
+	s.items = make(map[uint64]*item[E])
+	s.loading = make(map[uint64]*call[E])
+	s.totals = t
+}
+
+// lookup returns the entry cached under key and sets its reference bit.
+// The caller holds mu, in either mode. The bit is stored only when clear, so
+// that hits on a hot entry read its cache line without writing it.
+func (s *shard[E]) lookup(key uint64) (E, bool) {
+	it, ok := s.items[key]
+	if !ok {
+		var zero E
+		return zero, false
+	}
+	if !it.ref.Load() {
+		it.ref.Store(true)
+	}
+	return it.entry, true
+}
+
+// insertLocked caches e under key, which must not be cached, and returns
+// its item.
+func (s *shard[E]) insertLocked(key uint64, e E, bytes int64) *item[E] {
+	_, dup := s.items[key]
+	assert(!dup, "evict: insert of a key already cached")
+	it := &item[E]{key: key, entry: e, bytes: bytes}
+	s.link(it)
+	s.items[key] = it
+	s.bytes += bytes
+	s.totals.bytes.Add(bytes)
+	s.totals.entries.Add(1)
+	s.checkAfterChange()
+	return it
+}
+
+// replaceLocked puts e in place of it's entry, keeping its place in the
+// ring, and marks it referenced: a replacement is a use.
+func (s *shard[E]) replaceLocked(it *item[E], e E, bytes int64) {
+	delta := bytes - it.bytes
+	it.entry = e
+	it.bytes = bytes
+	it.ref.Store(true)
+	s.bytes += delta
+	s.totals.bytes.Add(delta)
+	s.checkAfterChange()
+}
+
+// dropLocked takes it out of the shard: ring, map and totals.
+func (s *shard[E]) dropLocked(it *item[E]) {
+	s.unlink(it)
+	delete(s.items, it.key)
+	s.bytes -= it.bytes
+	assert(s.bytes >= 0, "evict: shard bytes went negative")
+	s.totals.bytes.Add(-it.bytes)
+	s.totals.entries.Add(-1)
+	s.checkAfterChange()
+}
+
+// checkAfterChange asserts the shard's structure after a change: the cheap
+// relation always, the whole ring under the invariants build tag.
+func (s *shard[E]) checkAfterChange() {
+	assert((s.hand == nil) == (len(s.items) == 0), "evict: hand and map disagree on emptiness")
+	if invariantsEnabled {
+		if err := s.checkLocked(); err != nil {
+			panic(err)
+		}
+	}
+}

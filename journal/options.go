@@ -1,0 +1,64 @@
+package journal
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configures a Journal. Zero values mean the defaults.
+type Options struct {
+	// CommitInterval: a running transaction is committed at most this long
+	// after it began (its first handle started). 0 means 5 s; at most 300 s.
+	CommitInterval time.Duration
+	// DirtyBytesMax: once AddDirty takes the running transaction's dirty
+	// metadata past this many bytes, it is committed. 0 means 64 MiB.
+	DirtyBytesMax int64
+	// Commit does the work of committing transaction t: write back its data,
+	// write its nodes, flush, write the superblock, flush. It runs on the
+	// journal's committer goroutine after every handle of t has ended, while
+	// t+1 may already run. It must not wait for a commit (CommitNow,
+	// WaitCommitted on t or later): it is the commit. An error makes the
+	// journal fail (see ErrFailed). Required.
+	Commit func(t Transid) error
+	// Committed, when set, is called on the committer goroutine after
+	// commitSeq has been published for t: the engine releases t's pinned
+	// blocks there. The next commit waits for it to return.
+	Committed func(t Transid)
+	// Logger receives the one line that reports a failed commit, and a debug
+	// line per commit; nil means slog.Default().
+	Logger *slog.Logger
+	// FirstTransid is the id of the first transaction after mount: the last
+	// committed transid + 1. 0 means 1 (nothing was ever committed).
+	FirstTransid Transid
+}
+
+// resolve checks o and fills in its defaults.
+func (o Options) resolve() (Options, error) {
+	if o.Commit == nil {
+		return o, fmt.Errorf("%w: Options.Commit is nil", ErrOptions)
+	}
+	switch {
+	case o.CommitInterval == 0:
+		o.CommitInterval = commitIntervalDefault
+	case o.CommitInterval < 0 || o.CommitInterval > commitIntervalMax:
+		return o, fmt.Errorf("%w: CommitInterval %v, want (0, %v] (0 for %v)",
+			ErrOptions, o.CommitInterval, commitIntervalMax, commitIntervalDefault)
+	}
+	switch {
+	case o.DirtyBytesMax == 0:
+		o.DirtyBytesMax = dirtyBytesMaxDefault
+	case o.DirtyBytesMax < 0:
+		return o, fmt.Errorf("%w: DirtyBytesMax %d is negative", ErrOptions, o.DirtyBytesMax)
+	}
+	if o.FirstTransid == 0 {
+		o.FirstTransid = 1
+	}
+	if o.FirstTransid > transidMax {
+		return o, fmt.Errorf("%w: FirstTransid %d leaves no transaction ids", ErrOptions, o.FirstTransid)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}

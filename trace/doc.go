@@ -1,0 +1,55 @@
+// Package trace is ustore's tracing layer. For now it holds only the marker
+// functions that eBPF uprobes attach to; the OpenTelemetry setup, span helpers
+// and metric export come later (DESIGN.md, "Tracing"). It imports no project
+// package, so that any package may call it.
+//
+// # Markers
+//
+// A marker is a function that does nothing, called at a point a BPF program
+// wants to see: LockWaitBegin just before a contended lock acquisition
+// blocks, LockWaitEnd just after it got the lock. With nothing attached a
+// begin+end pair costs a few ns (about 3 ns in the study, 5–9 ns measured by
+// BenchmarkMarkers_Pair on a loaded 2-vCPU VM); callers make the calls only
+// on slow paths (package lock calls them only after a failed try-lock), so
+// the fast path pays nothing at all.
+//
+// Why assembly with a 5-byte NOP. An empty Go function compiles to a lone
+// RET; a uprobe on it costs an int3 trap plus a single-step trap, about 13 µs
+// a hit on this VM. On a 5-byte NOP (0f 1f 44 00 00) Linux 6.18 rewrites the
+// probe into a call to its uprobe trampoline, about 1.2 µs a hit
+// (notes/ebpf-otel-jaeger-facts.md §3). LockWaitEnd runs with the lock
+// already held, so its hit cost adds to the hold time: one more reason to keep
+// it cheap. The markers are ABI0 functions, so their arguments sit on the
+// stack: BPF reads them at sp+8 (the word at sp is the return address).
+//
+// Why MarkerPCs. The Go func value of an assembly function points at an
+// ABIInternal wrapper the toolchain generates, not at the body, and the ELF
+// symbol of the body carries a ".abi0" suffix; test binaries and stripped
+// builds have no symbol table at all. The loader therefore attaches by file
+// offset, computed from the body's PC (published by the assembly file as a
+// DATA word) and /proc/self/maps.
+//
+// Why (lock id, token). A goroutine may block on one OS thread and wake on
+// another (37–54 % of long waits did in the study), so BPF must never key a
+// wait by thread id. Each wait gets a token unique in the process; the pair
+// (lock id, token) joins a Begin with its End.
+//
+// Never a uretprobe on a Go function: the kernel swaps the return address for
+// its trampoline page, which Go's unwinder (stack growth, GC, preemption,
+// panics, profiling) cannot resolve, and the runtime dies with "unknown
+// caller pc". That is why there are explicit begin and end markers.
+//
+// # Invariants
+//
+//  1. On amd64 every marker's body starts with the 5-byte NOP 0f 1f 44 00 00
+//     followed by RET — no prologue, no stack check (NOSPLIT|NOFRAME) — and
+//     MarkerPCs returns the address of that body, which is the function's
+//     entry, not a wrapper's (TestMarkerPCs_Body_IsNop5).
+//  2. A marker has no effect besides returning: it reads no argument, writes
+//     nothing and allocates nothing (TestMarkers_Call_NoAllocs).
+//  3. The argument frame sizes match the Go declarations (go vet's asmdecl),
+//     so the stack layout BPF reads is the one the Go signature implies:
+//     LockWaitBegin id@0 token@8 kind@16 (uint32, padded) span@24;
+//     LockWaitEnd id@0 token@8.
+//  4. trace imports no ustore package (TestPackage_Imports_NoProjectPackage).
+package trace

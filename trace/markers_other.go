@@ -1,0 +1,27 @@
+//go:build !amd64
+
+package trace
+
+// On other architectures the markers are plain Go functions, kept out of line
+// so that a call site still exists. They cost a few ns like the assembly ones,
+// but a uprobe on them would be the slow int3 + single-step kind, and their
+// ABI puts the arguments in registers, not on the stack: the eBPF loader does
+// not attach here (MarkerPCs returns zeros).
+
+// LockWaitBegin marks the start of a contended lock acquisition; see the
+// amd64 version in markers.go.
+//
+//go:noinline
+func LockWaitBegin(id, token uint64, kind uint32, span uint64) {}
+
+// LockWaitEnd marks the end of the wait LockWaitBegin(id, token, ...)
+// started; see the amd64 version in markers.go.
+//
+//go:noinline
+func LockWaitEnd(id, token uint64) {}
+
+// MarkerPCs returns zeros: there are no nop5 marker bodies on this
+// architecture, and the eBPF loader must report "unsupported".
+func MarkerPCs() (lockWaitBegin, lockWaitEnd uintptr) {
+	return 0, 0
+}
