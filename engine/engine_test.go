@@ -66,7 +66,9 @@ func testValue(i uint64, n int) []byte {
 	for j := range v {
 		v[j] = byte(i*7 + uint64(j))
 	}
-	binary.LittleEndian.PutUint64(v, i)
+	if n >= 8 {
+		binary.LittleEndian.PutUint64(v, i)
+	}
 	return v
 }
 

@@ -156,22 +156,27 @@ func (t *Tree) ResizeItem(tr *Trans, key Key, size int) error {
 	if ins < 0 {
 		ins = -1
 	}
-	found, err := t.SearchSlot(tr, key, &p, ins, true)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return ErrNotFound
-	}
-	leaf, slot := p.Leaf()
-	if size-leaf.ItemSize(slot) > leaf.leafFree() {
-		// The leaf was not split: the item was found, and splits happen for
-		// misses. Split now, the parent is write-locked (write level 1).
-		if err := t.splitLeaf(tr, &p, size-leaf.ItemSize(slot)); err != nil {
+	for {
+		found, err := t.SearchSlot(tr, key, &p, ins, true)
+		if err != nil {
 			return err
 		}
-		leaf, slot = p.Leaf()
+		if !found {
+			return ErrNotFound
+		}
+		leaf, slot := p.Leaf()
+		if size-leaf.ItemSize(slot) <= leaf.leafFree() {
+			break
+		}
+		// A search splits only for a miss: split this leaf now (the parent
+		// is write-locked, write level 1), then search again — the item
+		// may have moved to the new right half.
+		if err := t.splitLeaf(tr, &p, key, size-leaf.ItemSize(slot), true); err != nil {
+			return err
+		}
+		p.Release()
 	}
+	leaf, slot := p.Leaf()
 	leaf.leafResizeItem(slot, size)
 	if ins < 0 {
 		return t.balanceLeaf(tr, &p)

@@ -98,7 +98,7 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 				if !p.parentWriteLocked(0) {
 					return false, 1, nil
 				}
-				if err := t.splitLeaf(tr, p, insLen); err != nil {
+				if err := t.splitLeaf(tr, p, key, insLen, false); err != nil {
 					return false, -1, err
 				}
 				eb = p.Nodes[0]

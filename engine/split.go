@@ -2,45 +2,84 @@ package engine
 
 import "ustore/internal/assert"
 
-// splitLeaf splits the path's leaf so that insLen more bytes fit at
-// Slots[0] (btrfs: split_leaf). The halves are balanced by bytes; the path
-// ends on the half that takes the insertion. The parent (or the root
-// pointer) is write-locked and has room for one more pointer: full nodes
-// were split on the way down.
-func (t *Tree) splitLeaf(tr *Trans, p *Path, insLen int) error {
+// splitLeaf splits the path's leaf so that extra more bytes fit (btrfs:
+// split_leaf): a new item of extra bytes (header included) at Slots[0], or,
+// with grow, item Slots[0] growing by extra. The split point is the item
+// boundary nearest to half of the bytes the two halves will hold once the
+// change is made; as an item is at most a quarter of a leaf and the total is
+// over a leaf, both halves end up between 3/8 and 3/4 full — inside the fill
+// bounds. The path ends on the half that takes the new item. The parent (or
+// the root pointer) is write-locked and has room for one more pointer: full
+// nodes were split on the way down.
+func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) error {
 	e := t.eng
 	left := p.Nodes[0]
 	slot := p.Slots[0]
 	n := left.ItemCount()
-	assert.That(n >= 2, "splitLeaf: a full leaf has at least two items")
-	// mid: the first item of the right half, chosen so each half holds
-	// about half of the bytes.
-	half := left.leafUsed() / 2
-	mid, used := 1, left.itemsUsed(0, 1)
-	for mid < n-1 && used+left.itemsUsed(mid, mid+1) <= half {
-		used += left.itemsUsed(mid, mid+1)
-		mid++
+	// The sizes of the items as they will be, the new one included.
+	sizes := make([]int, 0, n+1)
+	for i := 0; i <= n; i++ {
+		if !grow && i == slot {
+			sizes = append(sizes, extra)
+		}
+		if i < n {
+			sz := left.itemsUsed(i, i+1)
+			if grow && i == slot {
+				sz += extra
+			}
+			sizes = append(sizes, sz)
+		}
+	}
+	total := 0
+	for _, sz := range sizes {
+		total += sz
+	}
+	best, bestDiff, prefix := 1, total, 0
+	for b := 1; b < len(sizes); b++ {
+		prefix += sizes[b-1]
+		if d := abs(2*prefix - total); d < bestDiff {
+			best, bestDiff = b, d
+		}
+	}
+	// Map the boundary in the virtual sequence to real items.
+	mid, newLeft := best, false
+	if !grow && best > slot {
+		mid, newLeft = best-1, true
 	}
 	right, err := e.newNode(tr, t, 0)
 	if err != nil {
 		return err
 	}
 	leafMoveItems(left, mid, n, right, 0)
-	if err := t.linkSplit(tr, p, 0, left, right); err != nil {
+	// The right half's key in the parent is its first key — the new item's
+	// when it will be first there.
+	rightKey := key
+	if right.ItemCount() > 0 && (grow || newLeft || slot != mid) {
+		rightKey = right.Key(0)
+	}
+	if err := t.linkSplit(tr, p, 0, left, right, rightKey); err != nil {
 		return err
 	}
 	t.stats.leafSplits.Add(1)
-	// Keep the half the insertion goes into.
-	if slot > mid || (slot == mid && right.leafFree() > left.leafFree()) {
+	if !grow && !newLeft {
 		left.lock.Unlock()
 		p.Nodes[0] = right
 		p.Slots[1]++
 		p.Slots[0] = slot - mid
 	} else {
 		right.lock.Unlock()
+		// The left half now ends where the right one begins.
+		p.upper, p.hasUpper = rightKey, true
 	}
-	assert.That(p.Nodes[0].leafFree() >= insLen, "splitLeaf: the chosen half has no room")
+	assert.That(grow || p.Nodes[0].leafFree() >= extra, "splitLeaf: the chosen half has no room")
 	return nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // splitNode splits the internal node at level in two halves of pointers;
@@ -55,7 +94,7 @@ func (t *Tree) splitNode(tr *Trans, p *Path, level int, key Key) error {
 		return err
 	}
 	nodeMovePtrs(left, mid, n, right, 0)
-	if err := t.linkSplit(tr, p, level, left, right); err != nil {
+	if err := t.linkSplit(tr, p, level, left, right, right.Key(0)); err != nil {
 		return err
 	}
 	t.stats.nodeSplits.Add(1)
@@ -67,16 +106,17 @@ func (t *Tree) splitNode(tr *Trans, p *Path, level int, key Key) error {
 	} else {
 		right.lock.Unlock()
 		p.Slots[level] = nodeSearch(left, key)
+		p.upper, p.hasUpper = right.Key(0), true
 	}
 	return nil
 }
 
 // linkSplit puts right next to left in their parent — or, when left was the
 // root, under a new root one level up.
-func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffer) error {
+func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffer, rightKey Key) error {
 	if parent := p.Nodes[level+1]; parent != nil {
 		assert.That(parent.ItemCount() < t.eng.geo.ptrsMax, "linkSplit: parent full")
-		parent.nodeInsertPtr(p.Slots[level+1]+1, right.Key(0), right.bytenr, tr.id)
+		parent.nodeInsertPtr(p.Slots[level+1]+1, rightKey, right.bytenr, tr.id)
 		t.stats.parentWriteLocks.Add(1)
 		return nil
 	}
@@ -85,8 +125,12 @@ func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffe
 	if err != nil {
 		return err
 	}
-	root.nodeInsertPtr(0, left.Key(0), left.bytenr, left.Generation())
-	root.nodeInsertPtr(1, right.Key(0), right.bytenr, right.Generation())
+	leftKey := MinKey
+	if left.ItemCount() > 0 {
+		leftKey = left.Key(0)
+	}
+	root.nodeInsertPtr(0, leftKey, left.bytenr, left.Generation())
+	root.nodeInsertPtr(1, rightKey, right.bytenr, right.Generation())
 	t.setRoot(root)
 	p.Nodes[level+1] = root
 	p.locks[level+1] = writeLocked

@@ -75,15 +75,17 @@ func (j *Journal) commit(t *transaction) {
 	assert(uint64(t.transid) == prev+1, "commitSeq grows by one per commit, in id order")
 	j.commitSeq.Store(uint64(t.transid))
 
+	// Committed runs before the waiters wake: whoever waited for t (a
+	// sync, a test's fsck) then sees t's aftermath — its pinned blocks
+	// released — as well as t itself.
+	if j.opts.Committed != nil {
+		j.opts.Committed(t.transid)
+	}
 	j.mu.Lock()
 	reason, handles, dirty := t.reason, t.handlesEver, t.dirtyBytes
 	j.committing = nil
 	j.wakeWaiters()
 	j.mu.Unlock()
-
-	if j.opts.Committed != nil {
-		j.opts.Committed(t.transid)
-	}
 	j.log.Debug("journal: committed", "transid", t.transid, "reason", reason.String(),
 		"handles", handles, "dirty_bytes", dirty,
 		"age", began.Sub(t.began), "commit", time.Since(began))

@@ -32,7 +32,7 @@
 //	           commitSeq.Store(T)  (commit point)    WaitCommitted return ErrFailed
 //	                           │
 //	                           ▼
-//	     wake WaitCommitted, Options.Committed(T), next commit may begin
+//	     Options.Committed(T), wake WaitCommitted, next commit may begin
 //
 // # Invariants
 //

@@ -22,7 +22,8 @@ type Options struct {
 	// journal fail (see ErrFailed). Required.
 	Commit func(t Transid) error
 	// Committed, when set, is called on the committer goroutine after
-	// commitSeq has been published for t: the engine releases t's pinned
+	// commitSeq has been published for t and before WaitCommitted and
+	// CommitNow callers waiting for t wake: the engine releases t's pinned
 	// blocks there. The next commit waits for it to return.
 	Committed func(t Transid)
 	// Logger receives the one line that reports a failed commit, and a debug

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// model is the reference: a map of key → payload.
+type model map[Key][]byte
+
+func (m model) clone() model {
+	c := make(model, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// compareTree checks the tree holds exactly the model, in order.
+func compareTree(t *testing.T, tree *Tree, m model) {
+	t.Helper()
+	keys := make([]Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	i := 0
+	err := tree.Iterate(MinKey, func(k Key, data []byte) bool {
+		if i >= len(keys) {
+			t.Fatalf("tree has extra item %v", k)
+		}
+		if k != keys[i] || !bytes.Equal(data, m[k]) {
+			t.Fatalf("item %d: tree %v (%d bytes), model %v (%d bytes)", i, k, len(data), keys[i], len(m[keys[i]]))
+		}
+		i++
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i != len(keys) {
+		t.Fatalf("tree has %d items, model %d", i, len(keys))
+	}
+}
+
+// randomOps applies n random operations to tree and model in transaction tr.
+func randomOps(t *testing.T, rng *rand.Rand, tr *Trans, tree *Tree, m model, n int, keySpace uint64, maxVal int) {
+	t.Helper()
+	for op := 0; op < n; op++ {
+		k := testKey(rng.Uint64N(keySpace))
+		switch r := rng.IntN(100); {
+		case r < 45: // insert
+			v := testValue(rng.Uint64(), rng.IntN(maxVal))
+			err := tree.InsertItem(tr, k, v)
+			if _, ok := m[k]; ok {
+				if !errors.Is(err, ErrExists) {
+					t.Fatalf("insert existing %v: %v", k, err)
+				}
+			} else if err != nil {
+				t.Fatalf("insert %v: %v", k, err)
+			} else {
+				m[k] = v
+			}
+		case r < 55: // batch insert of consecutive new keys
+			var keys []Key
+			var vals [][]byte
+			start := rng.Uint64N(keySpace)
+			for j := uint64(0); j < uint64(1+rng.IntN(60)); j++ {
+				kk := testKey(start + j)
+				if _, ok := m[kk]; ok {
+					break
+				}
+				keys = append(keys, kk)
+				vals = append(vals, testValue(rng.Uint64(), rng.IntN(maxVal)))
+			}
+			if len(keys) == 0 {
+				continue
+			}
+			// Consecutive means no existing key in between: the loop above
+			// stops at the first existing one.
+			b, err := NewItemBatch(keys, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tree.InsertItems(tr, b); err != nil {
+				t.Fatalf("batch of %d at %v: %v", len(keys), keys[0], err)
+			}
+			for j, kk := range keys {
+				m[kk] = vals[j]
+			}
+		case r < 75: // delete
+			err := tree.DeleteItem(tr, k)
+			if _, ok := m[k]; ok {
+				if err != nil {
+					t.Fatalf("delete %v: %v", k, err)
+				}
+				delete(m, k)
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("delete missing %v: %v", k, err)
+			}
+		case r < 80: // delete a range
+			hi := k
+			hi.ObjectID += rng.Uint64N(40)
+			want := 0
+			for kk := range m {
+				if !kk.Less(k) && !hi.Less(kk) {
+					want++
+					delete(m, kk)
+				}
+			}
+			got, err := tree.DeleteRange(tr, k, hi)
+			if err != nil || got != want {
+				t.Fatalf("delete range %v..%v: %d, %v; want %d", k, hi, got, err, want)
+			}
+		case r < 90: // update in place
+			err := tree.UpdateItem(tr, k, func(b []byte) {
+				for j := range b {
+					b[j] ^= 0x5a
+				}
+			})
+			if v, ok := m[k]; ok {
+				if err != nil {
+					t.Fatalf("update %v: %v", k, err)
+				}
+				nv := append([]byte(nil), v...)
+				for j := range nv {
+					nv[j] ^= 0x5a
+				}
+				m[k] = nv
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("update missing %v: %v", k, err)
+			}
+		case r < 97: // resize
+			size := rng.IntN(maxVal)
+			err := tree.ResizeItem(tr, k, size)
+			if v, ok := m[k]; ok {
+				if err != nil {
+					t.Fatalf("resize %v to %d: %v", k, size, err)
+				}
+				nv := make([]byte, size)
+				copy(nv, v)
+				m[k] = nv
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("resize missing %v: %v", k, err)
+			}
+		default: // lookup
+			v, err := tree.Lookup(k)
+			if mv, ok := m[k]; ok {
+				if err != nil || !bytes.Equal(v, mv) {
+					t.Fatalf("lookup %v: %v", k, err)
+				}
+			} else if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("lookup missing %v: %v", k, err)
+			}
+		}
+	}
+}
+
+func TestEngine_Model_Random(t *testing.T) {
+	for _, c := range []struct {
+		nodeSize int
+		keySpace uint64
+		maxVal   int
+	}{{4096, 3000, 200}, {16384, 20000, 600}, {4096, 400, 900}} {
+		t.Run(fmt.Sprintf("ns%d_keys%d_val%d", c.nodeSize, c.keySpace, c.maxVal), func(t *testing.T) {
+			seed := uint64(rand.Int64())
+			t.Logf("seed %d", seed)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			e, d := newTestEngine(t, 256<<20, c.nodeSize)
+			tr, _ := e.Start()
+			if _, err := e.CreateTree(tr, testTree); err != nil {
+				t.Fatal(err)
+			}
+			tr.End()
+			m := model{}
+			for round := 0; round < 12; round++ {
+				tr, err := e.Start()
+				if err != nil {
+					t.Fatal(err)
+				}
+				randomOps(t, rng, tr, e.Tree(testTree), m, 1500, c.keySpace, c.maxVal)
+				tr.End()
+				compareTree(t, e.Tree(testTree), m)
+				commit(t, e)
+				check(t, e)
+				if round%4 == 3 {
+					closeEngine(t, e)
+					e = mount(t, d)
+					check(t, e)
+					compareTree(t, e.Tree(testTree), m)
+				}
+			}
+			closeEngine(t, e)
+		})
+	}
+}
+
+var _ = context.Background
