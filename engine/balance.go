@@ -21,7 +21,10 @@ func (t *Tree) balanceChild(tr *Trans, p *Path, level int, key Key) error {
 	if err != nil {
 		return err
 	}
-	if child.ItemCount() > e.geo.ptrsMin()+1 {
+	child.lock.RLock()
+	count := child.ItemCount()
+	child.lock.RUnlock()
+	if count > e.geo.ptrsMin()+1 {
 		return nil
 	}
 	left, right, leftSlot, err := t.lockSiblings(tr, parent, slot)

@@ -232,7 +232,9 @@ func (t *Tree) DeleteRange(tr *Trans, from, to Key) (int, error) {
 func (t *Tree) collapseRoot(tr *Trans) error {
 	t.rootLock.RLock()
 	r := t.root
+	r.lock.RLock()
 	need := r.Level() > 0 && r.ItemCount() == 1
+	r.lock.RUnlock()
 	t.rootLock.RUnlock()
 	if !need {
 		return nil

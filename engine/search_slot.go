@@ -149,10 +149,12 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 		if err != nil {
 			return false, -1, err
 		}
+		p.lockNode(childLevel, child, childLevel <= writeLevel)
 		if insLen < 0 && childLevel >= 1 && level > writeLevel && child.ItemCount() <= e.geo.ptrsMin()+1 {
+			// The child may need rebalancing, which needs this node
+			// write-locked.
 			return false, level, nil
 		}
-		p.lockNode(childLevel, child, childLevel <= writeLevel)
 		if childLevel >= writeLevel {
 			// Coupling: above the write level, nothing up there will change.
 			p.unlockAbove(childLevel)
