@@ -19,6 +19,9 @@ type allocator struct {
 	pinned     map[uint64][]extent // freeing transaction → extents
 	deltas     map[uint64]*allocDelta
 	size       uint64 // device bytes
+	// reserve is kept for deletes and commits: a full device can always
+	// delete (CoW needs space) and commit (the free space tree changes).
+	reserve uint64
 }
 
 // allocDelta is one transaction's changes to the allocation state.
@@ -31,6 +34,7 @@ func newAllocator(size uint64) *allocator {
 		size:       size,
 		metaCursor: firstAllocatable,
 		dataCursor: firstAllocatable + (size-firstAllocatable)/8,
+		reserve:    reserveFor(size),
 		pinned:     map[uint64][]extent{},
 		deltas:     map[uint64]*allocDelta{},
 	}
@@ -45,18 +49,21 @@ func (a *allocator) delta(tid uint64) *allocDelta {
 	return d
 }
 
-func (a *allocator) allocMeta(tid, length uint64) (uint64, error) {
-	return a.alloc(tid, length, &a.metaCursor)
+func (a *allocator) allocMeta(tid, length uint64, reserveOK bool) (uint64, error) {
+	return a.alloc(tid, length, &a.metaCursor, reserveOK)
 }
 
 // allocData allocates contiguous data space.
 func (a *allocator) allocData(tid, length uint64) (uint64, error) {
-	return a.alloc(tid, length, &a.dataCursor)
+	return a.alloc(tid, length, &a.dataCursor, false)
 }
 
-func (a *allocator) alloc(tid, length uint64, cursor *uint64) (uint64, error) {
+func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (uint64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !reserveOK && a.freeSet.total() < length+a.reserve {
+		return 0, fmt.Errorf("%w: %d bytes free, %d kept for deletes and commits", ErrNoSpace, a.freeSet.total(), a.reserve)
+	}
 	start, ok := a.freeSet.findFrom(*cursor, length)
 	if !ok {
 		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)

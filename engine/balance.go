@@ -85,6 +85,7 @@ func (t *Tree) lockChildForWrite(tr *Trans, parent *ExtentBuffer, slot int) (*Ex
 		return child, nil
 	}
 	var p Path
+	p.reserveOK = true // only deletes rebalance
 	p.Nodes[0], p.locks[0] = child, writeLocked
 	p.Nodes[1], p.Slots[1] = parent, slot
 	if err := t.cow(tr, &p, 0); err != nil {

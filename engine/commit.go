@@ -26,7 +26,7 @@ func (e *Engine) commit(tid uint64) error {
 		return err
 	}
 	start := time.Now()
-	tr := &Trans{id: tid, e: e}
+	tr := &Trans{id: tid, e: e, commit: true}
 	used := int64(e.usedBytes)
 	pendingRoots := map[uint64]rootRef{}
 	for round := 0; ; round++ {

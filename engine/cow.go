@@ -10,7 +10,7 @@ package engine
 func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 	e := t.eng
 	old := p.Nodes[level]
-	neb, err := e.newNode(tr, t, old.Level())
+	neb, err := e.newNode(tr, t, old.Level(), p.reserveOK)
 	if err != nil {
 		return err
 	}
@@ -32,8 +32,12 @@ func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 
 // newNode allocates a block for a node of tree t at level, formats it and
 // returns it write-locked, dirty and cached.
-func (e *Engine) newNode(tr *Trans, t *Tree, level int) (*ExtentBuffer, error) {
-	bytenr, err := e.alloc.allocMeta(tr.id, uint64(e.geo.nodeSize))
+//
+// reserveOK lets the allocation dip into the metadata reserve: deletes and
+// commits may (they are how a full device gets space back); inserts may
+// not, so a full device still has room to delete and commit.
+func (e *Engine) newNode(tr *Trans, t *Tree, level int, reserveOK bool) (*ExtentBuffer, error) {
+	bytenr, err := e.alloc.allocMeta(tr.id, uint64(e.geo.nodeSize), reserveOK || tr.commit)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +48,12 @@ func (e *Engine) newNode(tr *Trans, t *Tree, level int) (*ExtentBuffer, error) {
 	e.addDirty(tr.id, eb)
 	e.cache.Add(bytenr, eb)
 	return eb, nil
+}
+
+// abandonNode gives back a node just made by newNode and never linked.
+func (e *Engine) abandonNode(tr *Trans, eb *ExtentBuffer) {
+	e.freeNode(tr, eb)
+	eb.lock.Unlock()
 }
 
 // freeNode frees a node's block in transaction tr. A node born in tr was

@@ -58,9 +58,10 @@ type Engine struct {
 // Trans is a handle on the running transaction: every change to a tree is
 // made under one, and carries its id as the generation.
 type Trans struct {
-	id uint64
-	h  *journal.Handle
-	e  *Engine
+	id     uint64
+	h      *journal.Handle
+	e      *Engine
+	commit bool // the commit's own changes (root items, free space tree)
 }
 
 // ID is the transaction id (the generation of nodes it writes).
@@ -111,7 +112,7 @@ func (e *Engine) CreateTree(tr *Trans, id uint64) (*Tree, error) {
 		return nil, fmt.Errorf("%w: tree %d", ErrExists, id)
 	}
 	t := newTree(e, id)
-	root, err := e.newNode(tr, t, 0)
+	root, err := e.newNode(tr, t, 0, false)
 	if err != nil {
 		return nil, err
 	}

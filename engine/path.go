@@ -16,6 +16,9 @@ type Path struct {
 	// last of the tree). Set by SearchSlot.
 	upper    Key
 	hasUpper bool
+	// reserveOK: this search deletes, so its CoWs may use the metadata
+	// reserve.
+	reserveOK bool
 }
 
 type lockMode uint8

@@ -31,6 +31,7 @@ import (
 func (t *Tree) SearchSlot(tr *Trans, key Key, p *Path, insLen int, cow bool) (bool, error) {
 	p.Release()
 	p.tree = t
+	p.reserveOK = insLen < 0
 	writeLevel := -1
 	if cow {
 		if tr == nil {

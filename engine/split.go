@@ -46,8 +46,13 @@ func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) erro
 	if !grow && best > slot {
 		mid, newLeft = best-1, true
 	}
-	right, err := e.newNode(tr, t, 0)
+	right, err := e.newNode(tr, t, 0, false)
 	if err != nil {
+		return err
+	}
+	newRoot, err := t.newRootIfNeeded(tr, p, 0)
+	if err != nil {
+		e.abandonNode(tr, right)
 		return err
 	}
 	leafMoveItems(left, mid, n, right, 0)
@@ -57,9 +62,7 @@ func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) erro
 	if right.ItemCount() > 0 && (grow || newLeft || slot != mid) {
 		rightKey = right.Key(0)
 	}
-	if err := t.linkSplit(tr, p, 0, left, right, rightKey); err != nil {
-		return err
-	}
+	t.linkSplit(tr, p, 0, left, right, rightKey, newRoot)
 	t.stats.leafSplits.Add(1)
 	if !grow && !newLeft {
 		left.lock.Unlock()
@@ -89,14 +92,17 @@ func (t *Tree) splitNode(tr *Trans, p *Path, level int, key Key) error {
 	left := p.Nodes[level]
 	n := left.ItemCount()
 	mid := n / 2
-	right, err := e.newNode(tr, t, level)
+	right, err := e.newNode(tr, t, level, false)
 	if err != nil {
 		return err
 	}
-	nodeMovePtrs(left, mid, n, right, 0)
-	if err := t.linkSplit(tr, p, level, left, right, right.Key(0)); err != nil {
+	newRoot, err := t.newRootIfNeeded(tr, p, level)
+	if err != nil {
+		e.abandonNode(tr, right)
 		return err
 	}
+	nodeMovePtrs(left, mid, n, right, 0)
+	t.linkSplit(tr, p, level, left, right, right.Key(0), newRoot)
 	t.stats.nodeSplits.Add(1)
 	if !key.Less(right.Key(0)) {
 		left.lock.Unlock()
@@ -111,29 +117,34 @@ func (t *Tree) splitNode(tr *Trans, p *Path, level int, key Key) error {
 	return nil
 }
 
-// linkSplit puts right next to left in their parent — or, when left was the
-// root, under a new root one level up.
-func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffer, rightKey Key) error {
+// newRootIfNeeded allocates the new root a split of the root at level
+// needs, before anything moves: an allocation failure (ENOSPC) then leaves
+// the tree as it was.
+func (t *Tree) newRootIfNeeded(tr *Trans, p *Path, level int) (*ExtentBuffer, error) {
+	if p.Nodes[level+1] != nil {
+		return nil, nil
+	}
+	assert.That(p.rootLock == writeLocked, "split of the root without the root pointer")
+	return t.eng.newNode(tr, t, level+1, false)
+}
+
+// linkSplit puts right next to left in their parent — or, when left was
+// the root, under newRoot, one level up.
+func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffer, rightKey Key, newRoot *ExtentBuffer) {
 	if parent := p.Nodes[level+1]; parent != nil {
 		assert.That(parent.ItemCount() < t.eng.geo.ptrsMax, "linkSplit: parent full")
 		parent.nodeInsertPtr(p.Slots[level+1]+1, rightKey, right.bytenr, tr.id)
 		t.stats.parentWriteLocks.Add(1)
-		return nil
-	}
-	assert.That(p.rootLock == writeLocked, "linkSplit: root split without the root pointer")
-	root, err := t.eng.newNode(tr, t, level+1)
-	if err != nil {
-		return err
+		return
 	}
 	leftKey := MinKey
 	if left.ItemCount() > 0 {
 		leftKey = left.Key(0)
 	}
-	root.nodeInsertPtr(0, leftKey, left.bytenr, left.Generation())
-	root.nodeInsertPtr(1, rightKey, right.bytenr, right.Generation())
-	t.setRoot(root)
-	p.Nodes[level+1] = root
+	newRoot.nodeInsertPtr(0, leftKey, left.bytenr, left.Generation())
+	newRoot.nodeInsertPtr(1, rightKey, right.bytenr, right.Generation())
+	t.setRoot(newRoot)
+	p.Nodes[level+1] = newRoot
 	p.locks[level+1] = writeLocked
 	p.Slots[level+1] = 0
-	return nil
 }
