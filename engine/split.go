@@ -137,11 +137,9 @@ func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffe
 		t.stats.parentWriteLocks.Add(1)
 		return
 	}
-	leftKey := MinKey
-	if left.ItemCount() > 0 {
-		leftKey = left.Key(0)
-	}
-	newRoot.nodeInsertPtr(0, leftKey, left.bytenr, left.Generation())
+	// The old root covered every key: so does its pointer in the new root
+	// (its first key may be about to change — the new item can go first).
+	newRoot.nodeInsertPtr(0, MinKey, left.bytenr, left.Generation())
 	newRoot.nodeInsertPtr(1, rightKey, right.bytenr, right.Generation())
 	t.setRoot(newRoot)
 	p.Nodes[level+1] = newRoot
