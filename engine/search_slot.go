@@ -74,6 +74,9 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 		rootLevel = root.Level()
 	}
 	p.lockNode(rootLevel, root, rootLevel <= writeLevel)
+	if rootLevel <= writeLevel && rootLevel > 0 {
+		t.stats.parentWriteLocks.Add(1)
+	}
 	if p.rootLock == readLocked && rootLevel > writeLevel {
 		// Coupled: the root node is locked, the pointer may move on.
 		p.unlockRoot()
@@ -151,6 +154,9 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 			return false, -1, err
 		}
 		p.lockNode(childLevel, child, childLevel <= writeLevel)
+		if childLevel <= writeLevel && childLevel > 0 {
+			t.stats.parentWriteLocks.Add(1)
+		}
 		if insLen < 0 && childLevel >= 1 && level > writeLevel && child.ItemCount() <= e.geo.ptrsMin()+1 {
 			// The child may need rebalancing, which needs this node
 			// write-locked.

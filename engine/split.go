@@ -134,7 +134,6 @@ func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffe
 	if parent := p.Nodes[level+1]; parent != nil {
 		assert.That(parent.ItemCount() < t.eng.geo.ptrsMax, "linkSplit: parent full")
 		parent.nodeInsertPtr(p.Slots[level+1]+1, rightKey, right.bytenr, tr.id)
-		t.stats.parentWriteLocks.Add(1)
 		return
 	}
 	// The old root covered every key: so does its pointer in the new root

@@ -10,8 +10,8 @@ type treeStats struct {
 // TreeStats are a tree's counters since mount: benchmarks show them.
 type TreeStats struct {
 	CoWs, LeafSplits, NodeSplits, Merges, Rebalances, Restarts uint64
-	// ParentWriteLocks counts changes made to a parent node for a child's
-	// split (the parent write locks that an insLen 0 search avoids).
+	// ParentWriteLocks counts internal nodes a search write-locked: the
+	// parent write locks that an insLen 0 search avoids.
 	ParentWriteLocks uint64
 	ItemsInserted    uint64
 }
