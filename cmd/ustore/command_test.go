@@ -87,3 +87,27 @@ func TestCommand_BadInput_IsUsageError(t *testing.T) {
 		t.Errorf("--bs 1000 with O_DIRECT: %v", err)
 	}
 }
+
+func TestCommand_MkfsFsck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev.img")
+	out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", path)
+	if err != nil || !strings.Contains(out, "formatted") {
+		t.Fatalf("mkfs: %v\n%s", err, out)
+	}
+	out, err = run(t, "fsck", path)
+	if err != nil || !strings.Contains(out, "clean") {
+		t.Fatalf("fsck of a fresh filesystem: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"mkfs", "--nodesize", "3000", path},
+		{"mkfs", "--size", "1k", filepath.Join(t.TempDir(), "tiny.img")},
+		{"fsck", filepath.Join(t.TempDir(), "missing.img")},
+	} {
+		if _, err := run(t, args...); err == nil {
+			t.Errorf("%v succeeded", args)
+		}
+	}
+	if _, err := run(t, "mkfs", "a", "b"); !isUsage(err) {
+		t.Errorf("two paths: %v, want a usage error", err)
+	}
+}

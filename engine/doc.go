@@ -1,0 +1,70 @@
+// Package engine is ustore's copy-on-write B-tree engine, in the style of
+// btrfs: trees of checksummed nodes on a dev.Device, changed only inside
+// transactions (journal), committed atomically by writing every new node and
+// then a superblock that points at the new roots. docs/FORMAT.md draws the
+// on-disk format; this comment says how the pieces fit and what must hold.
+//
+// Files, by concept: key.go (keys and item types), format.go (layouts and
+// sizes), extent_buffer.go (a node in memory), leaf.go (packing items in a
+// leaf, pointers in a node), path.go and search_slot.go (the locked search
+// path), cow.go, split.go, balance.go (the three ways a search changes the
+// tree), items.go (insert, batch insert, delete, update, resize, iterate),
+// alloc.go, extent_set.go, free_space_tree.go (space), commit.go, mount.go,
+// superblock.go, fsck.go.
+//
+// # Searching and locking
+//
+// SearchSlot descends from the root with lock coupling: read locks above the
+// write level (a parent is released once its child is locked), write locks
+// from the write level down. A search that will add bytes (insLen > 0) splits
+// full nodes on the way down, so a split below never reaches further up than
+// its write-locked parent; one that deletes (insLen < 0) rebalances internal
+// nodes at their lower bound on the way down, and the caller rebalances the
+// leaf after its delete; one that changes a leaf in place (insLen == 0) locks
+// only the leaf — no parent write lock, no split (the 2021 btrfs fsync patch).
+// When a change needs a parent that is not write-locked — a CoW, a split, a
+// merge — the search restarts with a higher write level; the first CoW of a
+// path in a transaction goes straight to the root.
+//
+// Lock order: the tree's root pointer lock, then nodes top-down. Siblings
+// are locked only under their parent's write lock, which makes any left/right
+// order safe: whoever holds a sibling got there through the parent before us
+// and only goes down. No lock is held across a node read from the device
+// other than the locks of the nodes above it.
+//
+// # Transactions and commit
+//
+// A node whose generation is older than the running transaction is CoW'd —
+// copied to a new block, its parent's pointer (or the root) updated, the old
+// block freed — before its first change; a node of the running transaction
+// changes in place. A transaction's nodes are immutable once all its handles
+// have ended, which is when its commit starts and the next transaction may
+// run beside it. The commit updates the root items and the free space tree
+// (until neither changes), writes every dirty node in one batch, flushes,
+// writes the superblock to the slot of its sequence number, and flushes.
+//
+// # Invariants
+//
+//  1. Keys are strictly increasing within a node; for pointer i of an
+//     internal node, key[i] <= every key under child i < key[i+1]. Parent
+//     keys are lower bounds, not necessarily equal to the child's first key:
+//     a delete of a child's first item does not walk up to fix them. (fsck
+//     checkNode; splits set exact keys; balance sets the right sibling's key)
+//  2. A pointer's generation equals its child's; a child is never newer than
+//     its parent. (readChild, fsck)
+//  3. Every non-root node holds at least a quarter of its capacity: leaves in
+//     bytes, internal nodes in pointers. (splitLeaf's boundary choice,
+//     balanceLeaf, balanceChild; fsck)
+//  4. An item payload is at most a quarter of a leaf, so every split can
+//     place it and both halves stay in bounds. (InsertItems, ResizeItem)
+//  5. A node of an older generation is never changed: it is CoW'd first.
+//     (search: the CoW check precedes every change at levels <= write level)
+//  6. A block reachable from the newest durable superblock is never written:
+//     freed blocks stay pinned until the freeing transaction is durable.
+//     (allocator.free / unpin)
+//  7. Referenced space and the free space tree partition the device, with no
+//     block referenced twice. (fsck; applyDelta)
+//  8. Every node read from the device is checked — checksum, fsid, bytenr,
+//     owner, level, generation, shape — before use; a mismatch is
+//     ErrCorruption, never a panic. (readNode, verify, checkShape; fuzzed)
+package engine
