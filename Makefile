@@ -33,6 +33,7 @@ check: lint race
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckIO$$' -fuzztime $(FUZZTIME) ./dev
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBytes$$' -fuzztime $(FUZZTIME) ./cmd/ustore
+	$(GO) test -run '^$$' -fuzz '^FuzzExtentBuffer_Verify$$' -fuzztime $(FUZZTIME) ./engine
 
 ## bench: the ring against fio and a pread pool, one table (takes ~25 min)
 bench:

@@ -259,6 +259,34 @@ func (t *Tree) collapseRoot(tr *Trans) error {
 	}
 }
 
+// IterateReverse calls fn for each item with key <= from, in descending key
+// order, until fn returns false: previous-leaf iteration. The same rules as
+// Iterate apply to fn.
+func (t *Tree) IterateReverse(from Key, fn func(k Key, data []byte) bool) error {
+	var p Path
+	defer p.Release()
+	for {
+		found, err := t.SearchSlot(nil, from, &p, 0, false)
+		if err != nil {
+			return err
+		}
+		leaf, slot := p.Leaf()
+		if !found {
+			slot--
+		}
+		for i := slot; i >= 0; i-- {
+			if !fn(leaf.Key(i), leaf.ItemData(i)) {
+				return nil
+			}
+		}
+		if !p.hasLower || p.lower == MinKey {
+			return nil
+		}
+		from = p.lower.Prev()
+		p.Release()
+	}
+}
+
 // Iterate calls fn for each item with key >= from, in key order, until fn
 // returns false. fn's data aliases the leaf: copy what you keep. The leaf is
 // read-locked while fn runs: fn must not modify the tree.

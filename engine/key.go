@@ -76,4 +76,19 @@ func (k Key) Next() Key {
 	return k
 }
 
+// Prev returns the largest key smaller than k (MinKey for MinKey).
+func (k Key) Prev() Key {
+	switch {
+	case k.Offset != 0:
+		k.Offset--
+	case k.Type != 0:
+		k.Type--
+		k.Offset = ^uint64(0)
+	case k.ObjectID != 0:
+		k.ObjectID--
+		k.Type, k.Offset = ^uint8(0), ^uint64(0)
+	}
+	return k
+}
+
 func (k Key) String() string { return fmt.Sprintf("(%d %d %d)", k.ObjectID, k.Type, k.Offset) }

@@ -201,3 +201,46 @@ func TestEngine_Model_Random(t *testing.T) {
 }
 
 var _ = context.Background
+
+func TestTree_IterateReverse(t *testing.T) {
+	e, _ := newTestEngine(t, 64<<20, 4096)
+	tr, _ := e.Start()
+	tree, _ := e.CreateTree(tr, testTree)
+	m := model{}
+	rng := rand.New(rand.NewPCG(5, 5))
+	randomOps(t, rng, tr, tree, m, 4000, 2000, 300)
+	tr.End()
+	keys := make([]Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[j].Less(keys[i]) }) // descending
+	for _, from := range []Key{MaxKey, testKey(1000), testKey(0), keys[len(keys)/3]} {
+		var want []Key
+		for _, k := range keys {
+			if !from.Less(k) {
+				want = append(want, k)
+			}
+		}
+		var got []Key
+		if err := tree.IterateReverse(from, func(k Key, data []byte) bool {
+			if !bytes.Equal(data, m[k]) {
+				t.Fatalf("item %v: wrong payload", k)
+			}
+			got = append(got, k)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("from %v: %d items, want %d", from, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("from %v: item %d is %v, want %v", from, i, got[i], want[i])
+			}
+		}
+	}
+	commit(t, e)
+	check(t, e)
+}

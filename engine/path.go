@@ -16,6 +16,11 @@ type Path struct {
 	// last of the tree). Set by SearchSlot.
 	upper    Key
 	hasUpper bool
+	// lower bounds the leaf from below: the key of the pointer the path
+	// took at the lowest level where it was not the first (hasLower false:
+	// the leaf is the first of the tree).
+	lower    Key
+	hasLower bool
 	// reserveOK: this search deletes, so its CoWs may use the metadata
 	// reserve.
 	reserveOK bool
@@ -41,6 +46,7 @@ func (p *Path) Release() {
 	}
 	p.unlockRoot()
 	p.hasUpper = false
+	p.hasLower = false
 }
 
 func (p *Path) unlockLevel(l int) {

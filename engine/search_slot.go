@@ -144,9 +144,12 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 				slot = p.Slots[level]
 			}
 		}
+		// Lower levels overwrite these: the last one set is the tightest.
 		if slot+1 < eb.ItemCount() {
-			// Lower levels overwrite this: the last one set is the tightest.
 			p.upper, p.hasUpper = eb.Key(slot+1), true
+		}
+		if slot > 0 {
+			p.lower, p.hasLower = eb.Key(slot), true
 		}
 		childLevel := level - 1
 		child, err := e.readChild(t, eb, slot)

@@ -66,6 +66,7 @@ func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) erro
 	t.stats.leafSplits.Add(1)
 	if !grow && !newLeft {
 		left.lock.Unlock()
+		p.lower, p.hasLower = rightKey, true
 		p.Nodes[0] = right
 		p.Slots[1]++
 		p.Slots[0] = slot - mid
@@ -106,6 +107,7 @@ func (t *Tree) splitNode(tr *Trans, p *Path, level int, key Key) error {
 	t.stats.nodeSplits.Add(1)
 	if !key.Less(right.Key(0)) {
 		left.lock.Unlock()
+		p.lower, p.hasLower = right.Key(0), true
 		p.Nodes[level] = right
 		p.Slots[level+1]++
 		p.Slots[level] = nodeSearch(right, key)
