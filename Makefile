@@ -3,7 +3,7 @@ GO        ?= go
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 20s
 
-.PHONY: all build test race lint fmt-check check fuzz bench run clean
+.PHONY: all build test race lint fmt-check check invariants fuzz bench run clean
 
 all: build
 
@@ -26,8 +26,12 @@ lint: fmt-check
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## check: lint, then every test under the race detector (CI runs this)
-check: lint race
+## invariants: the engine's tests with its expensive checks on
+invariants:
+	$(GO) test -tags invariants ./engine/...
+
+## check: lint, every test under the race detector, the invariants build (CI runs this)
+check: lint race invariants
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:

@@ -50,6 +50,7 @@ func (e *Engine) commit(tid uint64) error {
 		}
 	}
 	tUpdates := time.Since(start)
+	e.checkCommitInvariants(tid)
 
 	nodes := e.takeDirty(tid)
 	ios := make([]dev.IO, 0, len(nodes))

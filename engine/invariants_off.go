@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package engine
+
+const invariantsOn = false
