@@ -9,9 +9,11 @@ import (
 	"time"
 )
 
-// TestTree_Concurrent_WithCommits runs writers on disjoint key ranges and
-// on one shared range, readers, and a committer at once; the final tree
-// must equal the writers' models and pass fsck.
+// TestTree_Concurrent_WithCommits runs writers — inserting and deleting in
+// disjoint ranges, in one range where their keys interleave (so they contend
+// for the same leaves), and inserting into a shared range — with readers and
+// a committer at once; the final tree must equal the writers' models and
+// pass fsck.
 func TestTree_Concurrent_WithCommits(t *testing.T) {
 	e, d := newTestEngine(t, 512<<20, 4096)
 	tr, _ := e.Start()
@@ -41,7 +43,13 @@ func TestTree_Concurrent_WithCommits(t *testing.T) {
 					errs <- err
 					return
 				}
+				// Half the time a key of this writer's own range, half the
+				// time one interleaved with every other writer's (key mod
+				// writers == w): the same leaves, different keys.
 				k := testKey(base + rng.Uint64N(500))
+				if rng.IntN(2) == 0 {
+					k = testKey(1<<40 + rng.Uint64N(500)*writers + uint64(w))
+				}
 				if rng.IntN(3) == 0 {
 					if err := tree.DeleteItem(tr, k); err == nil {
 						delete(m, k)

@@ -93,6 +93,12 @@ func (e *Engine) Commit(ctx context.Context) (uint64, error) {
 	return uint64(t), err
 }
 
+// WaitCommitted returns once transaction tid is durable, the engine has
+// failed, or ctx is done.
+func (e *Engine) WaitCommitted(ctx context.Context, tid uint64) error {
+	return e.j.WaitCommitted(ctx, journal.Transid(tid))
+}
+
 // Committed reports whether transaction tid is durable: one atomic load.
 func (e *Engine) Committed(tid uint64) bool { return e.j.Committed(journal.Transid(tid)) }
 
