@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"ustore/dev"
 	"ustore/dev/memdev"
 )
 
@@ -25,23 +26,25 @@ import (
 // change one generation.
 //
 //	reset [node-size=N]         a fresh engine as above
-//	insert key=N size=S         insert items one by one; the arguments, or
-//	insert                      one "key=N size=S" or "keys=A..B size=S"
-//	  keys=A..B size=S [step=K] per input line (A > B counts down)
+//	insert key=N size=S         InsertItem, one by one: key N, or keys A,
+//	insert keys=A..B size=S     A+K, ... up to B (A > B counts down); with
+//	  [step=K]                  input lines, each line's key=/keys= size=
 //	batch keys=A..B size=S      one ItemBatch (NewItemBatch + InsertItems)
 //	delete key=N                DeleteItem
 //	delete-range from=N to=M    DeleteRange, printing how many it deleted
 //	update key=N                UpdateItem: flip every payload bit
-//	resize key=N size=S         ResizeItem
+//	resize key=N size=S         ResizeItem (or keys=A..B: each in turn,
+//	                            up to the first error)
 //	lookup key=N                the payload (up to 64 bytes shown)
 //	search key=N [cow]          SearchSlot: found or the insertion slot, the
 //	  [ins-len=L]               path; with cow, the counters it moved
 //	commit                      Engine.Commit; the committed generation
 //	remount                     Close, then Mount on the same device
 //	crash keep=none|all|torn    power cut on the device, then Mount; see
-//	  [at=POINT]                crash below for POINT
-//	print [shape]               the tree without bytenrs (shape: one line
-//	                            per leaf instead of one per item)
+//	  [at=POINT]                crash below
+//	print [shape] [min-level=L] the tree without bytenrs (shape: one line
+//	                            per leaf instead of one per item; min-level:
+//	                            one line per node at level L, nothing below)
 //	stats                       the tree's counters moved since the last
 //	                            stats (or mount)
 //	fsck                        Check: "clean" or the problems
@@ -56,6 +59,52 @@ func TestDataDriven(t *testing.T) {
 			return h.run(t, td)
 		})
 	})
+}
+
+// TestTree_Dump_Bytenrs checks the debugging dump, which the testdata
+// files leave out: every node's bytenr and every pointer's target.
+func TestTree_Dump_Bytenrs(t *testing.T) {
+	e, _ := newTestEngine(t, ddDeviceBytes, 4096)
+	tr, err := e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := e.CreateTree(tr, testTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 100; i++ {
+		if err := tree.InsertItem(tr, testKey(i), testValue(i, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.End()
+	var b strings.Builder
+	if err := tree.Dump(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	tree.rootLock.RLock()
+	root := tree.root
+	tree.rootLock.RUnlock()
+	if root.Level() != 1 {
+		t.Fatalf("root level %d, want 1", root.Level())
+	}
+	want := []string{fmt.Sprintf("tree %d\n  node %d level 1 gen %d items %d\n", testTree, root.bytenr, tr.ID(), root.ItemCount())}
+	for i := 0; i < root.ItemCount(); i++ {
+		want = append(want,
+			fmt.Sprintf("    [%d] %v -> %d gen %d\n", i, root.Key(i), root.BlockPtr(i), root.PtrGeneration(i)),
+			fmt.Sprintf("      leaf %d gen %d items ", root.BlockPtr(i), root.PtrGeneration(i)))
+	}
+	want = append(want, "        [0] (0 250 0) size 100 0000000000000000...\n")
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("dump lacks %q:\n%s", w, out)
+		}
+	}
+	commit(t, e)
+	check(t, e)
+	closeEngine(t, e)
 }
 
 // ddHarness is the state of one testdata file.
@@ -151,7 +200,12 @@ func (h *ddHarness) run(t *testing.T, td *datadriven.TestData) string {
 			}
 		}))
 	case "resize":
-		return result(h.tree().ResizeItem(h.trans(), testKey(a.uint("key")), a.int("size")))
+		for _, k := range a.keys() {
+			if err := h.tree().ResizeItem(h.trans(), testKey(k), a.int("size")); err != nil {
+				return fmt.Sprintf("key=%d: error: %v", k, err)
+			}
+		}
+		return "ok"
 	case "lookup":
 		v, err := h.tree().Lookup(testKey(a.uint("key")))
 		if err != nil {
@@ -178,7 +232,7 @@ func (h *ddHarness) run(t *testing.T, td *datadriven.TestData) string {
 		return h.crash(a)
 	case "print":
 		var b strings.Builder
-		if err := h.tree().DumpWith(&b, DumpOptions{Items: !a.has("shape"), PreviewBytes: 8}); err != nil {
+		if err := h.tree().DumpWith(&b, DumpOptions{Items: !a.has("shape"), PreviewBytes: 8, MinLevel: a.intOr("min-level", 0)}); err != nil {
 			return result(err)
 		}
 		return b.String()
@@ -275,8 +329,8 @@ func (h *ddHarness) search(a ddArgs) string {
 }
 
 // crash cuts the power at a point of the device's history, keeping the
-// unflushed writes that keep says (none, all, or all but the newest, of
-// which the first half survives: a torn write), and mounts what is left.
+// unflushed writes that keep says — none, all, or torn: all, but the
+// newest loses its first dev.TornSize piece — and mounts what is left.
 // The engine that ran is closed afterwards; its final commit goes to the
 // abandoned device. The points, in the last commit (which writes its
 // nodes, flushes, writes the superblock, flushes):
@@ -322,7 +376,7 @@ func (h *ddHarness) crash(a ddArgs) string {
 		last := len(unflushed) - 1
 		policy = memdev.CrashPolicy{
 			Keep: func(i int, _ memdev.Write) bool { return i < last },
-			Tear: &memdev.Tear{Index: last, Pieces: memdev.MaskPieces(^uint64(0), unflushed[last].Pieces()/2)},
+			Tear: &memdev.Tear{Index: last, Pieces: memdev.MaskPieces(^uint64(1), unflushed[last].Pieces())},
 		}
 		kept = last
 	default:
@@ -332,7 +386,7 @@ func (h *ddHarness) crash(a ddArgs) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "unflushed writes %d, kept %d", len(unflushed), kept)
 	if a.strOr("keep", "") == "torn" {
-		b.WriteString(", the newest torn in half")
+		fmt.Fprintf(&b, ", and the newest torn: its first %d bytes lost", dev.TornSize)
 	}
 	h.endTrans()
 	if err := h.e.Close(context.Background()); err != nil {

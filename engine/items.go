@@ -59,6 +59,25 @@ func (t *Tree) InsertItems(tr *Trans, b ItemBatch) error {
 			return fmt.Errorf("%w: %d bytes, limit %d", ErrItemTooLarge, sz, geo.itemDataMax)
 		}
 	}
+	// All or nothing: no item may exist from the first key to the last (the
+	// batch contract), checked before anything is inserted. The caller owns
+	// the range (a directory's index range, under its inode's lock), so no
+	// other writer can insert into it between the check and the insert.
+	if b.Count == 0 {
+		return nil
+	}
+	var clash error
+	if err := t.Iterate(b.Keys[0], func(k Key, _ []byte) bool {
+		if !b.Keys[b.Count-1].Less(k) {
+			clash = fmt.Errorf("%w: %v in tree %d", ErrExists, k, t.id)
+		}
+		return false
+	}); err != nil {
+		return err
+	}
+	if clash != nil {
+		return clash
+	}
 	var p Path
 	defer p.Release()
 	done := 0
@@ -87,9 +106,6 @@ func (t *Tree) InsertItems(tr *Trans, b ItemBatch) error {
 			}
 			bytes += need
 			end++
-		}
-		if slot < leaf.ItemCount() && leaf.Key(slot) == b.Keys[end-1] {
-			return fmt.Errorf("%w: %v in tree %d", ErrExists, b.Keys[end-1], t.id)
 		}
 		assert.That(end > done, "InsertItems: the first item of the run must fit")
 		runData := bytes - (end-done)*itemHeaderSize
@@ -179,7 +195,11 @@ func (t *Tree) ResizeItem(tr *Trans, key Key, size int) error {
 	leaf, slot := p.Leaf()
 	leaf.leafResizeItem(slot, size)
 	if ins < 0 {
-		return t.balanceLeaf(tr, &p)
+		if err := t.balanceLeaf(tr, &p); err != nil {
+			return err
+		}
+		p.Release()
+		return t.collapseRoot(tr)
 	}
 	return nil
 }

@@ -21,6 +21,10 @@ type Path struct {
 	// the leaf is the first of the tree).
 	lower    Key
 	hasLower bool
+	// gens records each level's node generation as the search saw it: a
+	// CoW restart needs write locks only up to the nearest ancestor that is
+	// already of the running transaction.
+	gens [maxLevel + 1]uint64
 	// reserveOK: this search deletes, so its CoWs may use the metadata
 	// reserve.
 	reserveOK bool

@@ -21,6 +21,10 @@ type DumpOptions struct {
 	// PreviewBytes is how much of each payload an item line shows, in hex
 	// (and quoted when it is all printable ASCII); 0 shows none.
 	PreviewBytes int
+	// MinLevel stops the dump above the leaves: an internal node at
+	// MinLevel is one line with its first and last keys, and nothing below
+	// it is printed. 0 prints every level.
+	MinLevel int
 }
 
 // Dump writes the tree for debugging: every option on, 8 bytes of each
@@ -86,7 +90,12 @@ func (t *Tree) dumpNode(w *bufio.Writer, eb *ExtentBuffer, level, depth int, o D
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "%snode%s level %d gen %d items %d\n", indent, dumpBytenr(eb.bytenr, o), level, eb.Generation(), n)
+	fmt.Fprintf(w, "%snode%s level %d gen %d items %d", indent, dumpBytenr(eb.bytenr, o), level, eb.Generation(), n)
+	if level <= o.MinLevel {
+		fmt.Fprintf(w, " keys %v..%v\n", eb.Key(0), eb.Key(n-1))
+		return nil
+	}
+	fmt.Fprintln(w)
 	for i := 0; i < n; i++ {
 		target := ""
 		if o.Bytenrs {

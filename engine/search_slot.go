@@ -87,7 +87,7 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 		if level <= writeLevel {
 			if eb.Generation() != tr.id {
 				if !p.parentWriteLocked(level) {
-					return false, rootLevel + 1, nil
+					return false, p.cowRestartLevel(tr, level, rootLevel), nil
 				}
 				if err := t.cow(tr, p, level); err != nil {
 					return false, -1, err
@@ -182,6 +182,21 @@ func (p *Path) lockNode(level int, eb *ExtentBuffer, write bool) {
 		p.locks[level] = readLocked
 	}
 	p.Nodes[level] = eb
+	p.gens[level] = eb.Generation()
+}
+
+// cowRestartLevel is the write level a search needs to CoW the node at
+// level: up to the nearest ancestor already of the running transaction
+// (which changes in place), or the root pointer if every ancestor is old —
+// the first change of a path in a transaction (btrfs restarts one level up
+// at a time; the generations seen on the way down let us jump).
+func (p *Path) cowRestartLevel(tr *Trans, level, rootLevel int) int {
+	for u := level + 1; u <= rootLevel; u++ {
+		if p.gens[u] == tr.id {
+			return u
+		}
+	}
+	return rootLevel + 1
 }
 
 // parentWriteLocked reports whether the node above level may be changed:
