@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +36,7 @@ func newBenchRingCommand() *cobra.Command {
 		duration               time.Duration
 		direct, fixed, asJSON  bool
 		noDirectPath           bool
+		cpuProfile             string
 		progress               string
 	)
 	c := &cobra.Command{
@@ -86,6 +88,17 @@ Engines (--engine):
 			if cfg.Progress != nil {
 				fmt.Fprintf(stderr, "preparing %s (%s)...", file, size)
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			results, err := ringbench.Run(cfg)
 			if cfg.Progress != nil {
 				fmt.Fprint(stderr, "\r\033[K")
@@ -114,6 +127,7 @@ Engines (--engine):
 	f.BoolVar(&noDirectPath, "no-direct-path", false, "ring-sync: send lone calls through the ring even when it is idle")
 	f.StringVar(&engine, "engine", "ring", "engine: "+strings.Join(ringbench.Engines, ", "))
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	f.StringVar(&progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
 	return c
 }
