@@ -29,6 +29,7 @@
 #   --out DIR          OUT       results directory       (bench/out/ring-vs-fio-<date>)
 #   --bin-dir DIR      BIN_DIR   where ustore is built   (bin)
 #   --no-direct-path-section     skip the direct-path measurement (DIRECT_PATH=0)
+#   --direct-path-only           run only the direct-path measurement (MAIN=0)
 #   --summarize DIR    only print the summary of an earlier results directory
 #   -h, --help         this text
 #
@@ -56,6 +57,7 @@ REPS=${REPS:-3}
 OUT=${OUT:-}
 BIN_DIR=${BIN_DIR:-bin}
 DIRECT_PATH=${DIRECT_PATH:-1}
+MAIN=${MAIN:-1}
 summarize_only=""
 
 while (($#)); do
@@ -70,6 +72,7 @@ while (($#)); do
 	--out) OUT=${2:?--out needs a value}; shift 2 ;;
 	--bin-dir) BIN_DIR=${2:?--bin-dir needs a value}; shift 2 ;;
 	--no-direct-path-section) DIRECT_PATH=0; shift ;;
+	--direct-path-only) MAIN=0; DIRECT_PATH=1; shift ;;
 	--summarize) summarize_only=${2:?--summarize needs a directory}; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument: $1" ;;
@@ -175,73 +178,82 @@ for rw in rws:
         for eng in engines:
             M[rw, qd, eng] = runs(rw, qd, eng)
 
-print(f"ring vs fio vs pread: bs={params['BS']} size={params['SIZE']} O_DIRECT, "
-      f"{params['DURATION']} per run, median of {len(reps)} repetitions, "
-      f"file {params['FILE']}")
-print("latency: total (submit to completion) percentiles in µs; fio's are lat_ns")
-print()
-hdr = ["rw", "qd", "fio IOPS", "ring IOPS", "ring/fio", "ring-sync IOPS", "pread IOPS",
-       "ring/pread", "fio p50", "ring p50", "fio p99", "ring p99"]
-rows = []
-for rw in rws:
-    for qd in qds:
-        fi, ri, si, pi = (M[rw, qd, e] for e in engines)
-        rows.append([rw, str(qd), f0(med(fi, "iops")), f0(med(ri, "iops")),
-                     f2(ratio(med(ri, "iops"), med(fi, "iops"))), f0(med(si, "iops")),
-                     f0(med(pi, "iops")), f2(ratio(med(ri, "iops"), med(pi, "iops"))),
-                     f1(med(fi, "p50")), f1(med(ri, "p50")), f1(med(fi, "p99")), f1(med(ri, "p99"))])
-print("| " + " | ".join(hdr) + " |")
-print("|" + "|".join("---" if i < 2 else "--:" for i in range(len(hdr))) + "|")
-for r in rows:
-    print("| " + " | ".join(r) + " |")
-print()
+main = params.get("MAIN", "1") == "1"
 
-print("ring ops per io_uring_enter (median): " + "; ".join(
-    f"{rw} " + ", ".join(f"qd{qd} {f1(med(M[rw, qd, 'ring'], 'ope'))}" for qd in qds)
-    for rw in rws))
-print()
+def main_summary():
+    print(f"ring vs fio vs pread: bs={params['BS']} size={params['SIZE']} O_DIRECT, "
+        f"{params['DURATION']} per run, median of {len(reps)} repetitions, "
+        f"file {params['FILE']}")
+    print("latency: total (submit to completion) percentiles in µs; fio's are lat_ns")
+    print()
+    hdr = ["rw", "qd", "fio IOPS", "ring IOPS", "ring/fio", "ring-sync IOPS", "pread IOPS",
+           "ring/pread", "fio p50", "ring p50", "fio p99", "ring p99"]
+    rows = []
+    for rw in rws:
+        for qd in qds:
+            fi, ri, si, pi = (M[rw, qd, e] for e in engines)
+            rows.append([rw, str(qd), f0(med(fi, "iops")), f0(med(ri, "iops")),
+                         f2(ratio(med(ri, "iops"), med(fi, "iops"))), f0(med(si, "iops")),
+                         f0(med(pi, "iops")), f2(ratio(med(ri, "iops"), med(pi, "iops"))),
+                         f1(med(fi, "p50")), f1(med(ri, "p50")), f1(med(fi, "p99")), f1(med(ri, "p99"))])
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "|".join("---" if i < 2 else "--:" for i in range(len(hdr))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print()
 
-def verdict(ok): return "met" if ok else "NOT MET"
-print("goals (ratios of the medians above):")
-for qd in (32, 128):
-    for rw in rws:
-        if qd not in qds:
-            continue
-        f, r = med(M[rw, qd, "fio"], "iops"), med(M[rw, qd, "ring"], "iops")
-        x = ratio(r, f)
-        print(f"  ring >= 0.90 x fio IOPS, {rw} qd {qd}: {f0(r)} / {f0(f)} = {f2(x)} -> "
-              f"{verdict(x >= 0.90) if not math.isnan(x) else 'no data'}")
-if 128 in qds:
-    for rw in rws:
-        p, r = med(M[rw, 128, "pread"], "iops"), med(M[rw, 128, "ring"], "iops")
-        x = ratio(r, p)
-        print(f"  ring >= 1.5 x pread IOPS, {rw} qd 128: {f0(r)} / {f0(p)} = {f2(x)} -> "
-              f"{verdict(x >= 1.5) if not math.isnan(x) else 'no data'}")
-if 1 in qds:
-    for rw in rws:
-        f, r = med(M[rw, 1, "fio"], "p50"), med(M[rw, 1, "ring"], "p50")
-        x = ratio(r, f)
-        print(f"  ring p50 <= 1.10 x fio p50, {rw} qd 1: {f1(r)} / {f1(f)} µs = {f2(x)} -> "
-              f"{verdict(x <= 1.10) if not math.isnan(x) else 'no data'}")
-print()
+    print("ring ops per io_uring_enter (median): " + "; ".join(
+        f"{rw} " + ", ".join(f"qd{qd} {f1(med(M[rw, qd, 'ring'], 'ope'))}" for qd in qds)
+        for rw in rws))
+    print()
 
-n_runs = sum(len(v) for v in M.values())
-expected = len(reps) * len(rws) * len(qds) * len(engines)
-noisy = [k for k, v in foreign.items() if k[1] != "dp" and v > 0.30]
-if foreign:
-    print(f"noise: {len(noisy)} of {n_runs} runs saw foreign I/O on the disk > 30% of their own"
-          + (": " + ", ".join(f"rep{k[0]} {k[1]} qd{k[2]} {k[3]}" for k in sorted(noisy)) if noisy else ""))
-main_cpu = [v for k, v in cpu.items() if k[1] != "dp"]
-if main_cpu:
-    others = sorted(v[0] for v in main_cpu)
-    steals = sorted(v[1] for v in main_cpu)
-    busy = sum(1 for o in others if o > 0.25)
-    print(f"noise: CPU used by everything but the run (other processes, kernel threads), in cores of "
-          f"{params.get('NPROC', '?')}: median {statistics.median(others):.2f}, max {others[-1]:.2f}; "
-          f"{busy} of {len(others)} runs above 0.25; hypervisor steal median "
-          f"{statistics.median(steals):.2f}, max {steals[-1]:.2f} cores")
-if n_runs < expected:
-    print(f"missing: {expected - n_runs} of {expected} runs failed or are absent (see runs.tsv)")
+    def verdict(ok): return "met" if ok else "NOT MET"
+    print("goals (ratios of the medians above):")
+    for qd in (32, 128):
+        for rw in rws:
+            if qd not in qds:
+                continue
+            f, r = med(M[rw, qd, "fio"], "iops"), med(M[rw, qd, "ring"], "iops")
+            x = ratio(r, f)
+            print(f"  ring >= 0.90 x fio IOPS, {rw} qd {qd}: {f0(r)} / {f0(f)} = {f2(x)} -> "
+                  f"{verdict(x >= 0.90) if not math.isnan(x) else 'no data'}")
+    if 128 in qds:
+        for rw in rws:
+            p, r = med(M[rw, 128, "pread"], "iops"), med(M[rw, 128, "ring"], "iops")
+            x = ratio(r, p)
+            print(f"  ring >= 1.5 x pread IOPS, {rw} qd 128: {f0(r)} / {f0(p)} = {f2(x)} -> "
+                  f"{verdict(x >= 1.5) if not math.isnan(x) else 'no data'}")
+    if 1 in qds:
+        for rw in rws:
+            f, r = med(M[rw, 1, "fio"], "p50"), med(M[rw, 1, "ring"], "p50")
+            x = ratio(r, f)
+            print(f"  ring p50 <= 1.10 x fio p50, {rw} qd 1: {f1(r)} / {f1(f)} µs = {f2(x)} -> "
+                  f"{verdict(x <= 1.10) if not math.isnan(x) else 'no data'}")
+    print()
+
+    n_runs = sum(len(v) for v in M.values())
+    expected = len(reps) * len(rws) * len(qds) * len(engines)
+    noisy = [k for k, v in foreign.items() if k[1] != "dp" and v > 0.30]
+    if foreign:
+        print(f"noise: {len(noisy)} of {n_runs} runs saw foreign I/O on the disk > 30% of their own"
+              + (": " + ", ".join(f"rep{k[0]} {k[1]} qd{k[2]} {k[3]}" for k in sorted(noisy)) if noisy else ""))
+    main_cpu = [v for k, v in cpu.items() if k[1] != "dp"]
+    if main_cpu:
+        others = sorted(v[0] for v in main_cpu)
+        steals = sorted(v[1] for v in main_cpu)
+        busy = sum(1 for o in others if o > 0.25)
+        print(f"noise: CPU used by everything but the run (other processes, kernel threads), in cores of "
+              f"{params.get('NPROC', '?')}: median {statistics.median(others):.2f}, max {others[-1]:.2f}; "
+              f"{busy} of {len(others)} runs above 0.25; hypervisor steal median "
+              f"{statistics.median(steals):.2f}, max {steals[-1]:.2f} cores")
+    if n_runs < expected:
+        print(f"missing: {expected - n_runs} of {expected} runs failed or are absent (see runs.tsv)")
+
+if main:
+    main_summary()
+else:
+    print(f"direct-path section only: bs={params['BS']} size={params['SIZE']} O_DIRECT, "
+          f"{params['DURATION']} per run, file {params['FILE']}")
 
 # The direct path: ring-sync at qd 1, with and without --no-direct-path.
 dp = {v: [x for n in reps if (x := load(os.path.join(out, f"rep{n}", f"dp-{v}.json"))) is not None]
@@ -284,11 +296,16 @@ if dp["direct"] or dp["ring"]:
             mb = statistics.median(r["lat_mean_us"] for r in b)
             print(f"  {rw}: the trip through the reactor adds {pb - pa:.1f} µs at p50, "
                   f"{mb - ma:.1f} µs on the mean")
+    dcpu = [v for k, v in cpu.items() if k[1] == "dp"]
+    if dcpu:
+        print(f"  noise: CPU used by everything but the run, in cores: median "
+              f"{statistics.median(v[0] for v in dcpu):.2f}, max {max(v[0] for v in dcpu):.2f}; "
+              f"steal median {statistics.median(v[1] for v in dcpu):.2f}")
 
 # Details for reference: min-max per engine, CPU of fio.
 with open(os.path.join(out, "details.txt"), "w") as d:
     d.write("median (min-max) IOPS | p50 | p99 | p99.9 µs per engine; fio CPU% = usr+sys\n")
-    for rw in rws:
+    for rw in rws if main else []:
         for qd in qds:
             for eng in engines:
                 rs = M[rw, qd, eng]
@@ -302,7 +319,7 @@ with open(os.path.join(out, "details.txt"), "w") as d:
                         f"({min(iops):.0f}-{max(iops):.0f}) | {med(rs, 'p50'):.1f} | "
                         f"{med(rs, 'p99'):.1f} | {med(rs, 'p999'):.1f}{extra}\n")
     d.write("\npaired per-repetition ring/fio and ring/pread IOPS ratios\n")
-    for rw in rws:
+    for rw in rws if main else []:
         for qd in qds:
             pr = []
             for n in reps:
@@ -367,6 +384,7 @@ DURATION=$DURATION
 REPS=$REPS
 HZ=$(getconf CLK_TCK)
 NPROC=$(nproc)
+MAIN=$MAIN
 EOF
 
 # Lay the file out once, fully written (not sparse), so that every engine
@@ -422,7 +440,7 @@ cputicks() { # machine user+nice+system, steal, and this shell's waited-for chil
 	echo "fio:      $(fio --version)"
 	echo "go:       $(go version)"
 	echo "ustore:   $(git rev-parse --short HEAD 2>/dev/null || echo '?') + $(git status --porcelain 2>/dev/null | wc -l) uncommitted paths (built into $ustore)"
-	echo "command:  bench/ring-vs-fio.sh  FILE=$FILE SIZE=$SIZE BS=$BS QDS=$QDS RWS=$RWS DURATION=$DURATION REPS=$REPS DIRECT_PATH=$DIRECT_PATH"
+	echo "command:  bench/ring-vs-fio.sh  FILE=$FILE SIZE=$SIZE BS=$BS QDS=$QDS RWS=$RWS DURATION=$DURATION REPS=$REPS MAIN=$MAIN DIRECT_PATH=$DIRECT_PATH"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
 echo
@@ -454,7 +472,8 @@ run() {
 
 n_total=$((REPS * ${#rw_list[@]} * ${#qd_list[@]}))
 n=0
-for ((rep = 1; rep <= REPS; rep++)); do
+((MAIN)) || REPS_MAIN=0
+for ((rep = 1; rep <= ${REPS_MAIN:-$REPS}; rep++)); do
 	mkdir -p "$OUT/rep$rep"
 	for rw in "${rw_list[@]}"; do
 		for qd in "${qd_list[@]}"; do
@@ -477,6 +496,7 @@ done
 if ((DIRECT_PATH)); then
 	for ((rep = 1; rep <= REPS; rep++)); do
 		echo "ring-vs-fio: direct path, rep $rep/$REPS: ring-sync qd 1 with, then without, the direct path" >&2
+		mkdir -p "$OUT/rep$rep"
 		dp=("$ustore" bench ring --engine ring-sync --file "$FILE" --size "$SIZE" --bs "$BS"
 			--qd 1 --rw "$RWS" --duration "$DURATION" --json --progress never)
 		run "$rep" dp direct ring-sync "$OUT/rep$rep/dp-direct.json" "${dp[@]}"

@@ -3,6 +3,8 @@ package ringbench
 import (
 	"fmt"
 	"time"
+
+	"ustore/ring"
 )
 
 // Config is one benchmark invocation: every (RW, QD) pair is one run.
@@ -14,9 +16,10 @@ type Config struct {
 	RWs      []string // randread, randwrite, read, write
 	Duration time.Duration
 	Direct   bool
-	Engine   string // ring, ring-async, ring-sync, pread
-	Fixed    bool   // use the ring's registered buffers (ring engines)
-	NoDirect bool   // ring-sync: never take the ring's direct path
+	Engine   string    // ring, ring-async, ring-sync, pread
+	Fixed    bool      // use the ring's registered buffers (ring engines)
+	NoDirect bool      // ring-sync: never take the ring's direct path
+	RingMode ring.Mode // setup flags of the ring engines (ring.ModeAuto)
 	// Progress, when set, is called about once a second during a run.
 	Progress func(p Progress)
 }

@@ -121,9 +121,12 @@ func runOne(cfg *Config, fd int, rw string, qd int) (Result, error) {
 		if cfg.Fixed {
 			rcfg.FixedBytes = qd * cfg.BS
 		}
-		if qd >= 256 {
-			rcfg.Entries = 1024
+		// The ring admits CQ-1 ops (CQ = 2 × SQ): an SQ of at least qd.
+		rcfg.Entries = 256
+		for int(rcfg.Entries) < qd {
+			rcfg.Entries *= 2
 		}
+		rcfg.Mode = cfg.RingMode
 		r, err = ring.New(rcfg)
 		if err != nil {
 			return res, err

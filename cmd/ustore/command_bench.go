@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ustore/bench/ringbench"
+	"ustore/ring"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -36,7 +37,7 @@ func newBenchRingCommand() *cobra.Command {
 		duration               time.Duration
 		direct, fixed, asJSON  bool
 		noDirectPath           bool
-		cpuProfile             string
+		cpuProfile, ringMode   string
 		progress               string
 	)
 	c := &cobra.Command{
@@ -99,20 +100,28 @@ Engines (--engine):
 				}
 				defer pprof.StopCPUProfile()
 			}
-			results, err := ringbench.Run(cfg)
+			mode, err := parseRingMode(ringMode)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.RingMode = mode
+			results, runErr := ringbench.Run(cfg)
 			if cfg.Progress != nil {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
-			if err != nil {
-				return err
+			// What finished is printed even when a later configuration failed.
+			if len(results) > 0 {
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(results); err != nil {
+						return err
+					}
+				} else {
+					printResults(cmd.OutOrStdout(), results)
+				}
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(results)
-			}
-			printResults(cmd.OutOrStdout(), results)
-			return nil
+			return runErr
 		},
 	}
 	f := c.Flags()
@@ -127,6 +136,7 @@ Engines (--engine):
 	f.BoolVar(&noDirectPath, "no-direct-path", false, "ring-sync: send lone calls through the ring even when it is idle")
 	f.StringVar(&engine, "engine", "ring", "engine: "+strings.Join(ringbench.Engines, ", "))
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
+	f.StringVar(&ringMode, "ring-mode", "auto", "ring setup flags: auto, defer-taskrun, coop-taskrun, plain")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	f.StringVar(&progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
 	return c
@@ -155,4 +165,18 @@ func printResults(w io.Writer, results []ringbench.Result) {
 			r.Engine, r.RW, r.QD, r.IOPS, r.MBps, r.P50US, r.P99US, r.P999US, r.OpsPerEnter)
 	}
 	tw.Flush()
+}
+
+func parseRingMode(s string) (ring.Mode, error) {
+	switch s {
+	case "auto", "":
+		return ring.ModeAuto, nil
+	case "defer-taskrun":
+		return ring.ModeDeferTaskrun, nil
+	case "coop-taskrun":
+		return ring.ModeCoopTaskrun, nil
+	case "plain":
+		return ring.ModePlain, nil
+	}
+	return 0, fmt.Errorf("--ring-mode %q: want auto, defer-taskrun, coop-taskrun or plain", s)
 }
