@@ -53,15 +53,14 @@ func (e *Engine) commit(tid uint64) error {
 	e.checkCommitInvariants(tid)
 
 	nodes := e.takeDirty(tid)
-	ios := make([]dev.IO, 0, len(nodes))
 	for _, eb := range nodes {
 		// The write lock orders the checksum store after any reader's
 		// copy (a CoW by tid+1 reads the node under its lock).
 		eb.lock.Lock()
 		eb.seal()
 		eb.lock.Unlock()
-		ios = append(ios, dev.IO{Off: int64(eb.bytenr), Buf: eb.data})
 	}
+	ios := e.nodeWrites(nodes)
 	rootTree := e.trees[RootTreeID]
 	r := rootTree.rootAt(tid)
 	sb := e.sb
@@ -155,4 +154,33 @@ func (e *Engine) fail(err error) error {
 		e.log.Error("engine: commit failed; read-only", "err", err)
 	}
 	return wrapped
+}
+
+// nodeWrites turns nodes (in bytenr order) into device writes, gathering
+// runs of adjacent nodes into one write of up to commitWriteMax bytes: the
+// metadata cursor keeps a commit's nodes mostly contiguous, and a few large
+// writes cost the device far less than thousands of node-sized ones
+// (measured: a 10,000-node commit went out as 10,051 writes of 16 KiB). The
+// copy into the run's buffer is cheap next to the write.
+func (e *Engine) nodeWrites(nodes []*ExtentBuffer) []dev.IO {
+	ns := uint64(e.geo.nodeSize)
+	perRun := max(1, commitWriteMax/int(ns))
+	var ios []dev.IO
+	for i := 0; i < len(nodes); {
+		j := i + 1
+		for j < len(nodes) && j-i < perRun && nodes[j].bytenr == nodes[j-1].bytenr+ns {
+			j++
+		}
+		if j == i+1 {
+			ios = append(ios, dev.IO{Off: int64(nodes[i].bytenr), Buf: nodes[i].data})
+		} else {
+			buf := dev.AlignedBuffer((j - i) * int(ns))
+			for k := i; k < j; k++ {
+				copy(buf[(k-i)*int(ns):], nodes[k].data)
+			}
+			ios = append(ios, dev.IO{Off: int64(nodes[i].bytenr), Buf: buf})
+		}
+		i = j
+	}
+	return ios
 }

@@ -24,6 +24,13 @@ func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 		t.setRoot(neb)
 	}
 	e.freeNode(tr, old)
+	// The old node is no longer reachable from the running tree: let the
+	// cache forget it now — unless it is still dirty: then its transaction
+	// is being committed, and that commit's reads of its own tree (the
+	// invariants check) must find it here, not on disk before it is written.
+	if !old.dirty.Load() {
+		e.cache.Remove(old.bytenr)
+	}
 	old.lock.Unlock()
 	p.Nodes[level] = neb
 	t.stats.cows.Add(1)

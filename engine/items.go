@@ -67,13 +67,15 @@ func (t *Tree) InsertItems(tr *Trans, b ItemBatch) error {
 		return nil
 	}
 	var clash error
-	if err := t.Iterate(b.Keys[0], func(k Key, _ []byte) bool {
-		if !b.Keys[b.Count-1].Less(k) {
-			clash = fmt.Errorf("%w: %v in tree %d", ErrExists, k, t.id)
+	if b.Count > 1 { // a lone item's own search finds a clash
+		if err := t.Iterate(b.Keys[0], func(k Key, _ []byte) bool {
+			if !b.Keys[b.Count-1].Less(k) {
+				clash = fmt.Errorf("%w: %v in tree %d", ErrExists, k, t.id)
+			}
+			return false
+		}); err != nil {
+			return err
 		}
-		return false
-	}); err != nil {
-		return err
 	}
 	if clash != nil {
 		return clash

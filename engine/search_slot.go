@@ -109,6 +109,12 @@ func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (foun
 				slot, hit = leafSearch(eb, key)
 				p.Slots[0] = slot
 			}
+			if insLen > 0 && !hit {
+				// The leaf has room: the insert touches nothing above it,
+				// so the parent is released now, not at the end of the
+				// insert (btrfs: unlock_up).
+				p.unlockAbove(0)
+			}
 			return hit, -1, nil
 		}
 		slot := nodeSearch(eb, key)
