@@ -8,7 +8,8 @@ import "ustore/internal/assert"
 // boundary nearest to half of the bytes the two halves will hold once the
 // change is made; as an item is at most a quarter of a leaf and the total is
 // over a leaf, both halves end up between 3/8 and 3/4 full — inside the fill
-// bounds. The path ends on the half that takes the new item. The parent (or
+// bounds. An append at the end of the leaf splits late instead (the right
+// half just at its bound), so sequential keys fill leaves to ~3/4. The path ends on the half that takes the new item. The parent (or
 // the root pointer) is write-locked and has room for one more pointer: full
 // nodes were split on the way down.
 func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) error {
@@ -39,6 +40,23 @@ func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) erro
 		prefix += sizes[b-1]
 		if d := abs(2*prefix - total); d < bestDiff {
 			best, bestDiff = b, d
+		}
+	}
+	if !grow && slot == n {
+		// An append at the end of the leaf — sequential keys: inode
+		// numbers, directory indexes, file offsets. A middle split would
+		// leave every leaf half full for good; keep as much on the left as
+		// still leaves the right half (the new item included) at its lower
+		// bound.
+		suffix := 0
+		for b := len(sizes) - 1; b >= 1; b-- {
+			suffix += sizes[b]
+			if suffix >= e.geo.leafMinUsed() {
+				if total-suffix <= e.geo.leafData && b > best {
+					best = b
+				}
+				break
+			}
 		}
 	}
 	// Map the boundary in the virtual sequence to real items.
