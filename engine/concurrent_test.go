@@ -141,3 +141,45 @@ func TestTree_Concurrent_WithCommits(t *testing.T) {
 	check(t, e)
 	closeEngine(t, e)
 }
+
+// TestTree_LockStats_CountsContention: node locks record nothing while
+// uncontended, and the contended waits of many writers show up per level.
+func TestTree_LockStats_CountsContention(t *testing.T) {
+	e, _ := newTestEngine(t, 64<<20, 4096)
+	tr, _ := e.Start()
+	tree, _ := e.CreateTree(tr, testTree)
+	for i := uint64(0); i < 500; i++ {
+		if err := tree.InsertItem(tr, testKey(i), testValue(i, 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.End()
+	total := func() (n uint64) {
+		for _, s := range tree.LockStats() {
+			n += s.Contended
+		}
+		return n
+	}
+	if n := total(); n != 0 {
+		t.Fatalf("one goroutine recorded %d contended waits", n)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := uint64(0); i < 2000; i++ {
+				tr, _ := e.Start()
+				_ = tree.UpdateItem(tr, testKey(i%8), func(b []byte) { b[0] = byte(w) })
+				tr.End()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("contended waits after 8 writers on the same leaf: %d", total())
+	if total() == 0 {
+		t.Fatal("8 writers updating the same leaf never contended")
+	}
+	commit(t, e)
+	check(t, e)
+}

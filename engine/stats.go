@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"ustore/lock"
+)
 
 type treeStats struct {
 	cows, leafSplits, nodeSplits, merges, rebalances, restarts atomic.Uint64
@@ -39,4 +43,15 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := &e.stats
 	return Stats{Commits: s.commits.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load()}
+}
+
+// LockStats returns the node-lock wait accounting of each level of the tree
+// (index = level) and of its root pointer (last): only contended
+// acquisitions are counted, with a power-of-two histogram of their waits.
+func (t *Tree) LockStats() []lock.ClassStats {
+	out := make([]lock.ClassStats, 0, len(t.classes)+1)
+	for _, c := range t.classes {
+		out = append(out, c.Snapshot())
+	}
+	return append(out, t.rootClass.Snapshot())
 }

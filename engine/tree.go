@@ -28,7 +28,8 @@ type Tree struct {
 	// commit (bytenr, level, generation); touched only by commits.
 	committedRoot rootRef
 
-	classes [maxLevel + 1]*lock.Class // lock-wait accounting per level
+	classes   [maxLevel + 1]*lock.Class // lock-wait accounting per level
+	rootClass *lock.Class               // and of the root pointer
 	stats   treeStats
 }
 
@@ -41,7 +42,8 @@ type rootRef struct {
 
 func newTree(e *Engine, id uint64) *Tree {
 	t := &Tree{id: id, eng: e, prevRoots: map[*ExtentBuffer]*ExtentBuffer{}}
-	t.rootLock.Init(lock.NewClass(fmt.Sprintf("tree%d.root", id), lockKindRoot), id)
+	t.rootClass = lock.NewClass(fmt.Sprintf("tree%d.root", id), lockKindRoot)
+	t.rootLock.Init(t.rootClass, id)
 	for l := range t.classes {
 		t.classes[l] = lock.NewClass(fmt.Sprintf("tree%d.level%d", id, l), lockKindNode)
 	}
