@@ -30,7 +30,7 @@ type Tree struct {
 
 	classes   [maxLevel + 1]*lock.Class // lock-wait accounting per level
 	rootClass *lock.Class               // and of the root pointer
-	stats   treeStats
+	stats     treeStats
 }
 
 // rootRef is what a ROOT_ITEM holds.
