@@ -95,7 +95,6 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 	}
 	for o := head; o != nil; {
 		next := o.next // o belongs to the caller once delivered
-		o.state = opDone
 		r.stats.completed.Add(1)
 		if o.then != nil && head.next == nil && o.then(o) {
 			// The callback refilled the op: it goes again, keeping its

@@ -77,7 +77,6 @@ type Op struct {
 	wait   *waiter        // sync completion target (Do)
 	iovecs []unix.Iovec   // readv/writev iovecs of the remaining range
 	fixed  bool           // Buf lies in the registered region
-	state  opState
 
 	// Chains. Every op belongs to one: an unlinked op is a chain of one.
 	// The head (first op) keeps the chain's bookkeeping. The members are
@@ -89,14 +88,6 @@ type Op struct {
 	pending int // head only: CQEs of the chain still outstanding
 	restart int // head only: index to resubmit from, or -1
 }
-
-type opState uint8
-
-const (
-	opPending  opState = iota // not yet in the SQ (or to be resubmitted)
-	opInFlight                // SQE placed, CQE not yet reaped
-	opDone                    // final result recorded
-)
 
 // length is the total number of bytes the op transfers.
 func (op *Op) length() int {
@@ -114,7 +105,7 @@ func (op *Op) length() int {
 func linkChains(ops []*Op) {
 	start := 0
 	for i, op := range ops {
-		op.head, op.index, op.state, op.next = ops[start], i-start, opPending, nil
+		op.head, op.index, op.next = ops[start], i-start, nil
 		if op.Flags&FlagLink != 0 {
 			op.next = ops[i+1]
 			continue
@@ -127,7 +118,7 @@ func linkChains(ops []*Op) {
 
 // linkChains1 resets a lone op for another trip through the ring.
 func linkChains1(op *Op) {
-	op.head, op.next, op.index, op.state = op, nil, 0, opPending
+	op.head, op.next, op.index = op, nil, 0
 	op.pending, op.restart = 1, -1
 	op.N, op.Err = 0, nil
 }

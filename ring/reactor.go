@@ -114,7 +114,6 @@ func (r *Ring) place(rs *reactorState) {
 			rs.free = rs.free[:len(rs.free)-1]
 			rs.slots[slot] = op
 			r.fill(r.nextSQE(), op, slot, j < i+n-1)
-			op.state = opInFlight
 			rs.inKernel++
 		}
 		i += n
