@@ -19,6 +19,9 @@ const (
 	fixedBytesMax = 1 << 30
 )
 
+// submitBatchDefault: see Config.SubmitBatchMax.
+const submitBatchDefault = 2
+
 // iovecsMax is the kernel's UIO_MAXIOV: a readv/writev takes at most 1024
 // iovecs.
 const iovecsMax = 1024

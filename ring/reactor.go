@@ -99,7 +99,7 @@ func (r *Ring) place(rs *reactorState) {
 		*s = sqe{opcode: opRead, fd: int32(r.eventfd), addr: uint64(uintptr(unsafe.Pointer(&rs.wakeBuf[0]))), len: 8, userData: wakeSlot}
 		rs.wakeArmed = true
 	}
-	i := 0
+	i, placed := 0, 0
 	for i < len(rs.pending) {
 		n := 1
 		for rs.pending[i+n-1].Flags&FlagLink != 0 {
@@ -108,6 +108,10 @@ func (r *Ring) place(rs *reactorState) {
 		if uint32(n) > r.sqFree() || n > len(rs.free) {
 			break
 		}
+		if batch := r.cfg.SubmitBatchMax; batch > 0 && placed > 0 && placed+n > batch {
+			break // the rest goes in the next enter (a chain is never split)
+		}
+		placed += n
 		for j := i; j < i+n; j++ {
 			op := rs.pending[j]
 			slot := rs.free[len(rs.free)-1]

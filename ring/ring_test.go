@@ -303,7 +303,7 @@ func TestRing_Do_CQOverflowLosesNothing(t *testing.T) {
 	// An 8-entry SQ and CQ with 512 ops admitted: one turn submits them in
 	// SQ-sized pieces before reaping, so the CQ overflows into the kernel's
 	// list (NODROP) and the reactor must flush it.
-	r := newRing(t, Config{Entries: 8, CQEntries: 8, InflightMax: 512, NoDirect: true})
+	r := newRing(t, Config{Entries: 8, CQEntries: 8, InflightMax: 512, NoDirect: true, SubmitBatchMax: -1})
 	ops := make([]*Op, 512)
 	for round := 0; round < 20; round++ {
 		for i := range ops {
@@ -549,5 +549,25 @@ func TestRing_SubmitFunc_ResubmitsWithoutHandoff(t *testing.T) {
 	}
 	if err := r.SubmitFunc(then, &Op{Kind: OpNop, Flags: FlagLink}, &Op{Kind: OpNop}); !errors.Is(err, ErrInvalidOp) {
 		t.Fatalf("chain to SubmitFunc: %v, want ErrInvalidOp", err)
+	}
+}
+
+func TestRing_Do_SubmitBatchMax(t *testing.T) {
+	for _, c := range []struct{ max, wantEntersMin int }{{1, 64}, {2, 32}, {-1, 1}} {
+		r := newRing(t, Config{SubmitBatchMax: c.max, NoDirect: true})
+		ops := make([]*Op, 64)
+		for i := range ops {
+			ops[i] = &Op{Kind: OpNop}
+		}
+		// A chain longer than the limit still goes whole.
+		chain := []*Op{{Kind: OpNop, Flags: FlagLink}, {Kind: OpNop, Flags: FlagLink}, {Kind: OpNop}}
+		if err := r.Do(append(ops, chain...)...); err != nil {
+			t.Fatal(err)
+		}
+		st := r.Stats()
+		if int(st.Enters) < c.wantEntersMin {
+			t.Fatalf("SubmitBatchMax %d: %d enters for 67 ops, want at least %d", c.max, st.Enters, c.wantEntersMin)
+		}
+		t.Logf("SubmitBatchMax %d: %d enters", c.max, st.Enters)
 	}
 }

@@ -20,6 +20,9 @@ type Config struct {
 	Fixed    bool      // use the ring's registered buffers (ring engines)
 	NoDirect bool      // ring-sync: never take the ring's direct path
 	RingMode ring.Mode // setup flags of the ring engines (ring.ModeAuto)
+	// SubmitBatch caps the SQEs per io_uring_enter (ring.Config.SubmitBatchMax;
+	// 0: the ring's default, negative: no cap).
+	SubmitBatch int
 	// Progress, when set, is called about once a second during a run.
 	Progress func(p Progress)
 }

@@ -127,6 +127,7 @@ func runOne(cfg *Config, fd int, rw string, qd int) (Result, error) {
 			rcfg.Entries *= 2
 		}
 		rcfg.Mode = cfg.RingMode
+		rcfg.SubmitBatchMax = cfg.SubmitBatch
 		r, err = ring.New(rcfg)
 		if err != nil {
 			return res, err

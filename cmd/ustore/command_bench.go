@@ -38,6 +38,7 @@ func newBenchRingCommand() *cobra.Command {
 		direct, fixed, asJSON  bool
 		noDirectPath           bool
 		cpuProfile, ringMode   string
+		submitBatch            int
 		progress               string
 	)
 	c := &cobra.Command{
@@ -105,6 +106,7 @@ Engines (--engine):
 				return usageError{err}
 			}
 			cfg.RingMode = mode
+			cfg.SubmitBatch = submitBatch
 			results, runErr := ringbench.Run(cfg)
 			if cfg.Progress != nil {
 				fmt.Fprint(stderr, "\r\033[K")
@@ -136,6 +138,7 @@ Engines (--engine):
 	f.BoolVar(&noDirectPath, "no-direct-path", false, "ring-sync: send lone calls through the ring even when it is idle")
 	f.StringVar(&engine, "engine", "ring", "engine: "+strings.Join(ringbench.Engines, ", "))
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
+	f.IntVar(&submitBatch, "submit-batch", 0, "most SQEs per io_uring_enter: 0 the ring's default (2), -1 no limit")
 	f.StringVar(&ringMode, "ring-mode", "auto", "ring setup flags: auto, defer-taskrun, coop-taskrun, plain")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	f.StringVar(&progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
