@@ -163,18 +163,26 @@ func TestTree_LockStats_CountsContention(t *testing.T) {
 	if n := total(); n != 0 {
 		t.Fatalf("one goroutine recorded %d contended waits", n)
 	}
+	// Hold key 0's leaf read-locked while the writers start, so that their
+	// first acquisitions must wait: contention is then certain, not luck.
+	var held Path
+	if _, err := tree.SearchSlot(nil, testKey(0), &held, 0, false); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := uint64(0); i < 2000; i++ {
+			for i := uint64(0); i < 200; i++ {
 				tr, _ := e.Start()
 				_ = tree.UpdateItem(tr, testKey(i%8), func(b []byte) { b[0] = byte(w) })
 				tr.End()
 			}
 		}()
 	}
+	time.Sleep(20 * time.Millisecond)
+	held.Release()
 	wg.Wait()
 	t.Logf("contended waits after 8 writers on the same leaf: %d", total())
 	if total() == 0 {
