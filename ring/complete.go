@@ -105,6 +105,10 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 			continue
 		}
 		rs.completed++
+		// Released before the waiter wakes: a caller whose Do has returned
+		// sees the ring idle again, and its next lone call takes the direct
+		// path.
+		r.admitted.Add(-1)
 		switch {
 		case o.then != nil:
 		case o.wait != nil:

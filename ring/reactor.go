@@ -322,13 +322,12 @@ func (r *Ring) reap(rs *reactorState) {
 	}
 }
 
-// release returns completed ops' admission to waiting submitters, once per
-// reactor turn.
+// release wakes submitters waiting for admission, once per reactor turn,
+// when ops completed (handle already gave their admission back).
 func (r *Ring) release(rs *reactorState) {
 	if rs.completed == 0 {
 		return
 	}
-	r.admitted.Add(-rs.completed)
 	rs.completed = 0
 	if r.blocked.Load() > 0 {
 		r.mu.Lock()
