@@ -774,11 +774,12 @@ func (d *refDevice) Write(ios []dev.IO) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Keep a reference per sector, so writes of any size (the engine gathers
+	// adjacent nodes into one write) may overlap earlier ones.
 	for _, io := range ios {
-		if old, ok := d.bufs[io.Off]; ok && len(old) != len(io.Buf) {
-			return fmt.Errorf("refDevice: write of %d bytes at %d over one of %d", len(io.Buf), io.Off, len(old))
+		for k := 0; k < len(io.Buf); k += dev.SectorSize {
+			d.bufs[io.Off+int64(k)] = io.Buf[k : k+dev.SectorSize]
 		}
-		d.bufs[io.Off] = io.Buf
 	}
 	return nil
 }
@@ -788,20 +789,19 @@ func (d *refDevice) Read(ios []dev.IO) error {
 		return d.Device.Read(ios)
 	}
 	for i := range ios {
-		d.mu.Lock()
-		buf, ok := d.bufs[ios[i].Off]
-		d.mu.Unlock()
-		var err error
-		switch {
-		case ok && len(buf) == len(ios[i].Buf):
-			copy(ios[i].Buf, buf)
-		case ok:
-			err = fmt.Errorf("refDevice: read of %d bytes at %d, written as %d", len(ios[i].Buf), ios[i].Off, len(buf))
-		default:
-			err = d.Device.Read(ios[i : i+1])
-		}
-		if err != nil {
-			return err
+		io := &ios[i]
+		for k := 0; k < len(io.Buf); k += dev.SectorSize {
+			off := io.Off + int64(k)
+			d.mu.Lock()
+			buf, ok := d.bufs[off]
+			d.mu.Unlock()
+			if ok {
+				copy(io.Buf[k:k+dev.SectorSize], buf)
+				continue
+			}
+			if err := d.Device.Read([]dev.IO{{Off: off, Buf: io.Buf[k : k+dev.SectorSize]}}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
