@@ -48,8 +48,9 @@ func (e *Engine) newNode(tr *Trans, t *Tree, level int, reserveOK bool) (*Extent
 	if err != nil {
 		return nil, err
 	}
+	// A fresh buffer is zeroed by the allocator: no second clear.
 	eb := newExtentBuffer(bytenr, alignedNode(e.geo.nodeSize), t.classes[level])
-	eb.initHeader(e.fsid, tr.id, t.id, level)
+	eb.setHeader(e.fsid, tr.id, t.id, level)
 	eb.lock.Lock()
 	eb.dirty.Store(true)
 	e.addDirty(tr.id, eb)

@@ -49,6 +49,12 @@ func (eb *ExtentBuffer) setBytenrHeader(b uint64) { le.PutUint64(eb.data[hdrByte
 // initHeader formats an empty node.
 func (eb *ExtentBuffer) initHeader(fsid [16]byte, gen, owner uint64, level int) {
 	clear(eb.data)
+	eb.setHeader(fsid, gen, owner, level)
+}
+
+// setHeader writes the header fields of a node whose bytes are already zero
+// (a fresh buffer) or about to be overwritten (a CoW copy).
+func (eb *ExtentBuffer) setHeader(fsid [16]byte, gen, owner uint64, level int) {
 	copy(eb.data[hdrFsid:], fsid[:])
 	le.PutUint64(eb.data[hdrBytenr:], eb.bytenr)
 	le.PutUint64(eb.data[hdrGeneration:], gen)
