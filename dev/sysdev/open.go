@@ -19,14 +19,36 @@ func Open(path string, opts Options) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, direct, err := openFD(path, opts)
+	fd, size, direct, err := openBacking(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	size, err := prepareSize(fd, path, opts.Size)
+	return newDevice(path, fd, size, direct, opts), nil
+}
+
+// OpenBacking opens the backing file or block device at path as every
+// backend needs it — created or extended to opts.Size and made durable (size
+// and name), checked to be a regular file or a block device, with O_DIRECT
+// when opts.Direct and the filesystem really accepts it (else buffered, with
+// one log line) — and returns the fd, the size in whole sectors and whether
+// O_DIRECT is on. dev/uringdev opens its file here too, so both backends
+// treat the backing store the same. The caller closes fd.
+func OpenBacking(path string, opts Options) (fd int, size int64, direct bool, err error) {
+	if opts, err = opts.resolve(); err != nil {
+		return -1, 0, false, err
+	}
+	return openBacking(path, opts)
+}
+
+func openBacking(path string, opts Options) (fd int, size int64, direct bool, err error) {
+	fd, direct, err = openFD(path, opts)
+	if err != nil {
+		return -1, 0, false, err
+	}
+	size, err = prepareSize(fd, path, opts.Size)
 	if err != nil {
 		unix.Close(fd)
-		return nil, err
+		return -1, 0, false, err
 	}
 	if direct {
 		// Some filesystems take O_DIRECT at open and refuse the I/O
@@ -38,15 +60,15 @@ func Open(path string, opts Options) (*Device, error) {
 			unix.Close(fd)
 			logFallback(opts.Logger, path, "first read", err)
 			if fd, err = openRetry(opts.sys, path, baseFlags, 0); err != nil {
-				return nil, fmt.Errorf("sysdev: open %s: %w", path, err)
+				return -1, 0, false, fmt.Errorf("sysdev: open %s: %w", path, err)
 			}
 			direct = false
 		case err != nil:
 			unix.Close(fd)
-			return nil, fmt.Errorf("sysdev: open %s: probe read: %w", path, err)
+			return -1, 0, false, fmt.Errorf("sysdev: open %s: probe read: %w", path, err)
 		}
 	}
-	return newDevice(path, fd, size, direct, opts), nil
+	return fd, size, direct, nil
 }
 
 // baseFlags are the open flags of every device.

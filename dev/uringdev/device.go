@@ -10,9 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"ustore/dev"
+	"ustore/dev/sysdev"
 	"ustore/ring"
 )
 
@@ -62,15 +61,13 @@ func Open(path string, opts Options) (*Device, error) {
 	if opts.PoolBytes == 0 {
 		opts.PoolBytes = 8 << 20
 	}
-	f, direct, err := OpenFile(path, opts.Size, !opts.Buffered, log)
+	// The backing store is opened as sysdev opens it: sized, its size and
+	// name made durable, O_DIRECT only where reads really work with it.
+	fd, size, direct, err := sysdev.OpenBacking(path, sysdev.Options{Size: opts.Size, Direct: !opts.Buffered, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	size, err := FileSize(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
+	f := os.NewFile(uintptr(fd), path)
 	cfg := opts.Ring
 	cfg.FixedBytes = max(0, opts.PoolBytes/opts.BufferSize*opts.BufferSize)
 	r, err := ring.New(cfg)
@@ -87,61 +84,6 @@ func Open(path string, opts Options) (*Device, error) {
 	d.pool = dev.NewBufferPool(r.FixedRegion(), opts.BufferSize)
 	d.batches.New = func() any { return new(batch) }
 	return d, nil
-}
-
-// OpenFile opens (creating if needed) path read-write, with O_DIRECT when
-// direct is set and the filesystem accepts it; otherwise buffered, with a log
-// line. A regular file smaller than size is extended, sparse. Shared with
-// sysdev through devopen's choice of backend.
-func OpenFile(path string, size int64, direct bool, log *slog.Logger) (f *os.File, isDirect bool, err error) {
-	flags := os.O_RDWR | os.O_CREATE | unix.O_CLOEXEC
-	if direct {
-		f, err = os.OpenFile(path, flags|syscall.O_DIRECT, 0o600)
-		if err == nil {
-			isDirect = true
-		} else if errors.Is(err, unix.EINVAL) {
-			log.Warn("O_DIRECT refused by the filesystem (tmpfs?); using buffered I/O", "path", path)
-		} else {
-			return nil, false, fmt.Errorf("open %s: %w", path, err)
-		}
-	}
-	if f == nil {
-		if f, err = os.OpenFile(path, flags, 0o600); err != nil {
-			return nil, false, fmt.Errorf("open %s: %w", path, err)
-		}
-	}
-	if size > 0 {
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, false, err
-		}
-		if st.Mode().IsRegular() && st.Size() < size {
-			if err := f.Truncate(size); err != nil {
-				f.Close()
-				return nil, false, fmt.Errorf("extend %s to %d bytes: %w", path, size, err)
-			}
-		}
-	}
-	return f, isDirect, nil
-}
-
-// FileSize returns a regular file's size or a block device's, rounded down to
-// whole sectors.
-func FileSize(f *os.File) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := st.Size()
-	if st.Mode()&os.ModeDevice != 0 {
-		n, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
-		if err != nil {
-			return 0, fmt.Errorf("BLKGETSIZE64 %s: %w", f.Name(), err)
-		}
-		size = int64(n)
-	}
-	return size / dev.SectorSize * dev.SectorSize, nil
 }
 
 // Size returns the device size in bytes.

@@ -1,6 +1,7 @@
 // Package uringdev is the io_uring Device: a backing file or block device
 // driven through one ring.Ring, opened with O_DIRECT where the filesystem
-// allows it, with a pool of 4096-aligned buffers registered with the ring
+// allows it (by sysdev.OpenBacking, so both backends size, sync and check the
+// backing store alike), with a pool of 4096-aligned buffers registered with the ring
 // (operations on them use READ_FIXED/WRITE_FIXED).
 //
 // Mapping of the dev contract onto the ring:

@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"dev/memdev":      {"dev"},
 	"dev/sysdev":      {"dev"},
 	"dev/devtest":     {"dev"},
-	"dev/uringdev":    {"dev", "ring"},
+	"dev/uringdev":    {"dev", "dev/sysdev", "ring"},
 	"dev/devopen":     {"dev", "dev/sysdev", "dev/uringdev", "ring"},
 	"trace":           {},
 	"lock":            {"trace"},
