@@ -13,6 +13,7 @@ import (
 	"ustore/dev"
 	"ustore/evict"
 	"ustore/journal"
+	"ustore/lock"
 )
 
 // Options configure Mount.
@@ -204,14 +205,15 @@ func (e *Engine) readNode(bytenr, owner uint64, level int) (*ExtentBuffer, error
 		if err := e.dev.Read(ios); err != nil {
 			return nil, fmt.Errorf("engine: reading node %d: %w", bytenr, err)
 		}
-		eb := newExtentBuffer(bytenr, buf, nil)
+		var class *lock.Class // the level is checked by verify below
+		if t := e.Tree(owner); t != nil && level >= 0 && level <= maxLevel {
+			class = t.classes[level]
+		}
+		eb := newExtentBuffer(bytenr, buf, class)
 		if err := eb.verify(e.fsid, owner, level, e.geo.nodeSize); err != nil {
 			e.stats.corrupt.Add(1)
 			e.log.Error("corrupt tree node", "bytenr", bytenr, "tree", owner, "err", err)
 			return nil, err
-		}
-		if t := e.Tree(owner); t != nil {
-			eb.lock.Init(t.classes[eb.Level()], bytenr)
 		}
 		e.stats.nodeReads.Add(1)
 		return eb, nil
