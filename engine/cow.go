@@ -44,7 +44,7 @@ func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 // commits may (they are how a full device gets space back); inserts may
 // not, so a full device still has room to delete and commit.
 func (e *Engine) newNode(tr *Trans, t *Tree, level int, reserveOK bool) (*ExtentBuffer, error) {
-	bytenr, err := e.alloc.allocMeta(tr.id, uint64(e.geo.nodeSize), reserveOK || tr.commit)
+	bytenr, err := e.alloc.allocMeta(tr.id, uint64(e.geo.nodeSize), reserveOK || tr.commit || tr.reserved)
 	if err != nil {
 		return nil, err
 	}

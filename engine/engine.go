@@ -63,6 +63,9 @@ type Trans struct {
 	h      *journal.Handle
 	e      *Engine
 	commit bool // the commit's own changes (root items, free space tree)
+	// reserved: started by StartReserved; node allocations may use the
+	// metadata reserve.
+	reserved bool
 }
 
 // ID is the transaction id (the generation of nodes it writes).

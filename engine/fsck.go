@@ -88,6 +88,11 @@ func Check(e *Engine) *CheckReport {
 		spans = append(spans, span{x.start, x.end(), "free extent"})
 		r.FreeBytes += x.length
 	}
+	data := e.checkData(r)
+	for _, x := range data {
+		spans = append(spans, span{x.start, x.end(), fmt.Sprintf("data extent %v", x.key)})
+		r.UsedBytes += x.length
+	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
 	next := uint64(firstAllocatable)
 	for _, s := range spans {
@@ -168,4 +173,81 @@ func (e *Engine) checkNode(t *Tree, eb *ExtentBuffer, isRoot bool, lo, hi Key, h
 		}
 		e.checkNode(t, child, false, clo, chi, chiEx, refs, r)
 	}
+}
+
+// dataRef is a regular file extent's disk range and the item naming it.
+type dataRef struct {
+	extent
+	key Key
+}
+
+// checkData returns the disk ranges of the fs tree's regular file extents,
+// and checks that the csum tree holds exactly one checksum for each of
+// their blocks and none for any other block.
+func (e *Engine) checkData(r *CheckReport) []dataRef {
+	var data []dataRef
+	fs, csums := e.Tree(FSTreeID), e.Tree(CsumTreeID)
+	if fs == nil || csums == nil {
+		return nil
+	}
+	_ = fs.Iterate(MinKey, func(k Key, b []byte) bool {
+		if k.Type != TypeExtentData {
+			return true
+		}
+		x, err := DecodeFileExtent(b)
+		switch {
+		case err != nil:
+			r.add("fs tree: item %v: %v", k, err)
+		case x.Type == ExtentRegular:
+			data = append(data, dataRef{extent{x.DiskBytenr, x.NumBytes}, k})
+		case k.Offset != 0:
+			r.add("fs tree: inline extent %v is not at offset 0", k)
+		}
+		return true
+	})
+	var sums []extent
+	_ = csums.Iterate(MinKey, func(k Key, b []byte) bool {
+		if k.ObjectID != CsumObjectID || k.Type != TypeExtentCsum || len(b) == 0 || len(b)%CsumSize != 0 || k.Offset%SectorSize != 0 {
+			r.add("csum tree: malformed item %v of %d bytes", k, len(b))
+			return true
+		}
+		sums = append(sums, extent{k.Offset, uint64(len(b)/CsumSize) * SectorSize})
+		return true
+	})
+	// Both lists sorted by start and, once merged, equal: every data block
+	// has a checksum and every checksum a data block.
+	ds := make([]extent, len(data))
+	for i, d := range data {
+		ds[i] = d.extent
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].start < ds[j].start })
+	for i := 1; i < len(sums); i++ {
+		if sums[i].start < sums[i-1].end() {
+			r.add("csum tree: items at %d and %d overlap", sums[i-1].start, sums[i].start)
+		}
+	}
+	a, b := mergeExtents(ds), mergeExtents(sums)
+	if len(a) != len(b) {
+		r.add("csum tree: %d checksummed ranges for %d data ranges", len(b), len(a))
+	}
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			r.add("csum tree: data [%d, %d) but checksums [%d, %d)", a[i].start, a[i].end(), b[i].start, b[i].end())
+			break
+		}
+	}
+	return data
+}
+
+// mergeExtents merges sorted, adjacent or overlapping extents.
+func mergeExtents(xs []extent) []extent {
+	var out []extent
+	for _, x := range xs {
+		if n := len(out); n > 0 && out[n-1].end() >= x.start {
+			out[n-1].length = max(out[n-1].end(), x.end()) - out[n-1].start
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }

@@ -1,0 +1,54 @@
+package engine
+
+import "fmt"
+
+// Space as the layers above see it: how much a client may still fill, and
+// handles that may use the metadata reserve.
+
+// SpaceInfo describes the device's space.
+type SpaceInfo struct {
+	Total     uint64 // device bytes
+	Free      uint64 // allocatable now
+	Pinned    uint64 // freed by transactions not yet durable: free after their commit
+	Reserve   uint64 // kept for deletes and commits; not available to data
+	Available uint64 // Free − Reserve: what new data may take
+}
+
+// Space returns the device's space accounting.
+func (e *Engine) Space() SpaceInfo {
+	a := e.alloc
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := SpaceInfo{Total: a.size, Free: a.freeSet.total(), Reserve: a.reserve}
+	for _, xs := range a.pinned {
+		for _, x := range xs {
+			s.Pinned += x.length
+		}
+	}
+	if s.Free > s.Reserve {
+		s.Available = s.Free - s.Reserve
+	}
+	return s
+}
+
+// StartReserved joins the running transaction for an operation that needs
+// about metaBytes of new tree nodes, and lets the handle's node allocations
+// use the metadata reserve. With metaBytes > 0 it first checks that
+// metaBytes is available outside the reserve and returns ErrNoSpace if not:
+// an operation that makes several tree changes is refused before the
+// first rather than failing halfway. metaBytes == 0 is for operations that
+// free space (unlink, truncate): they always start, so a full device can
+// be emptied.
+func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
+	if metaBytes > 0 {
+		if s := e.Space(); s.Available < metaBytes {
+			return nil, fmt.Errorf("%w: %d bytes available, the operation may need %d", ErrNoSpace, s.Available, metaBytes)
+		}
+	}
+	tr, err := e.Start()
+	if err != nil {
+		return nil, err
+	}
+	tr.reserved = true
+	return tr, nil
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"ustore/engine"
+)
+
+// A name is three items: DIR_ITEM (dir, hash) → its entry among those with
+// that hash, DIR_INDEX (dir, index) → the entry alone (the listing order and
+// the readdir cookie), and INODE_REF (child, dir) → the names the child has
+// in dir (to find parents and count links).
+
+// findEntry returns name's entry in dir, or ENOENT.
+func (s *Store) findEntry(dir uint64, name string) (engine.DirEntry, error) {
+	b, err := s.fs.Lookup(dirItemKey(dir, name))
+	if errors.Is(err, engine.ErrNotFound) {
+		return engine.DirEntry{}, syscall.ENOENT
+	}
+	if err != nil {
+		return engine.DirEntry{}, err
+	}
+	es, err := engine.DecodeDirEntries(b)
+	if err != nil {
+		return engine.DirEntry{}, err
+	}
+	for _, e := range es {
+		if string(e.Name) == name {
+			return e, nil
+		}
+	}
+	return engine.DirEntry{}, syscall.ENOENT
+}
+
+// addEntry adds name → child (of type typ) to dir in tr: dir.mu held, the
+// name absent. It does not touch either inode's item.
+func (s *Store) addEntry(tr *engine.Trans, dir *inode, name string, child uint64, typ uint8) error {
+	idx := dir.nextIndex
+	e := engine.DirEntry{Child: child, Type: typ, Index: idx, Name: []byte(name)}
+	if err := s.appendEntry(tr, dirItemKey(dir.ino, name), e); err != nil {
+		return err
+	}
+	if err := s.fs.InsertItem(tr, dirIndexKey(dir.ino, idx), engine.EncodeDirEntries(nil, e)); err != nil {
+		return err
+	}
+	ref := engine.DirEntry{Child: dir.ino, Index: idx, Name: e.Name}
+	if err := s.appendEntry(tr, refKey(child, dir.ino), ref); err != nil {
+		return err
+	}
+	dir.nextIndex++
+	return nil
+}
+
+// removeEntry removes name (whose entry is e) from dir in tr.
+func (s *Store) removeEntry(tr *engine.Trans, dir uint64, name string, e engine.DirEntry) error {
+	if err := s.dropEntry(tr, dirItemKey(dir, name), name); err != nil {
+		return err
+	}
+	if err := s.fs.DeleteItem(tr, dirIndexKey(dir, e.Index)); err != nil {
+		return fmt.Errorf("dir %d index %d: %w", dir, e.Index, err)
+	}
+	return s.dropEntry(tr, refKey(e.Child, dir), name)
+}
+
+// appendEntry adds e to the list item at key, creating it.
+func (s *Store) appendEntry(tr *engine.Trans, key engine.Key, e engine.DirEntry) error {
+	old, err := s.fs.Lookup(key)
+	if errors.Is(err, engine.ErrNotFound) {
+		return s.fs.InsertItem(tr, key, engine.EncodeDirEntries(nil, e))
+	}
+	if err != nil {
+		return err
+	}
+	n := len(old)
+	if err := s.fs.ResizeItem(tr, key, n+engine.DirEntrySize(len(e.Name))); err != nil {
+		return err
+	}
+	return s.fs.UpdateItem(tr, key, func(b []byte) { engine.EncodeDirEntries(b[:n], e) })
+}
+
+// dropEntry removes the entry named name from the list item at key,
+// deleting the item with its last entry.
+func (s *Store) dropEntry(tr *engine.Trans, key engine.Key, name string) error {
+	old, err := s.fs.Lookup(key)
+	if err != nil {
+		return fmt.Errorf("item %v: %w", key, err)
+	}
+	es, err := engine.DecodeDirEntries(old)
+	if err != nil {
+		return err
+	}
+	var keep []engine.DirEntry
+	found := false
+	for _, e := range es {
+		if !found && string(e.Name) == name {
+			found = true
+			continue
+		}
+		keep = append(keep, e)
+	}
+	if !found {
+		return fmt.Errorf("%w: item %v has no entry %q", engine.ErrCorruption, key, name)
+	}
+	if len(keep) == 0 {
+		return s.fs.DeleteItem(tr, key)
+	}
+	b := engine.EncodeDirEntries(nil, keep...)
+	if err := s.fs.UpdateItem(tr, key, func(d []byte) { copy(d, b) }); err != nil {
+		return err
+	}
+	return s.fs.ResizeItem(tr, key, len(b))
+}
+
+// parentOf returns a directory's parent (its one INODE_REF); the root is
+// its own parent.
+func (s *Store) parentOf(dir uint64) (uint64, error) {
+	if dir == engine.RootDirIno {
+		return dir, nil
+	}
+	parent := uint64(0)
+	err := s.fs.Iterate(engine.Key{ObjectID: dir, Type: engine.TypeInodeRef}, func(k engine.Key, _ []byte) bool {
+		if k.ObjectID == dir && k.Type == engine.TypeInodeRef {
+			parent = k.Offset
+		}
+		return false
+	})
+	if err != nil {
+		return 0, err
+	}
+	if parent == 0 {
+		return 0, fmt.Errorf("%w: directory %d has no parent", engine.ErrCorruption, dir)
+	}
+	return parent, nil
+}
+
+// dirEmpty reports whether dir has no entries.
+func (s *Store) dirEmpty(dir uint64) (bool, error) {
+	empty := true
+	err := s.fs.Iterate(dirIndexKey(dir, 0), func(k engine.Key, _ []byte) bool {
+		empty = !(k.ObjectID == dir && k.Type == engine.TypeDirIndex)
+		return false
+	})
+	return empty, err
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"slices"
+
+	"ustore/engine"
+)
+
+// An inode's extent items: EXTENT_DATA (ino, offset) → a regular extent
+// (blocks on the device) or, for block 0 only, an inline extent. Every
+// change runs under the inode's extMu write lock; readers map and read
+// under its read lock.
+
+// fileExtent is an extent item as found by extentsIn.
+type fileExtent struct {
+	off uint64 // file offset (the key's)
+	x   engine.FileExtent
+}
+
+// end is the end of the file range the extent covers: an inline extent
+// covers block 0.
+func (f fileExtent) end() uint64 {
+	if f.x.Type == engine.ExtentInline {
+		return blockSize
+	}
+	return f.off + f.x.NumBytes
+}
+
+// extentsIn returns in's extents that overlap [start, end), in file order,
+// with inline data copied.
+func (s *Store) extentsIn(ino, start, end uint64) ([]fileExtent, error) {
+	var out []fileExtent
+	var derr error
+	keep := func(k engine.Key, b []byte) bool {
+		x, err := engine.DecodeFileExtent(b)
+		if err != nil {
+			derr = err
+			return false
+		}
+		x.Data = slices.Clone(x.Data)
+		out = append(out, fileExtent{off: k.Offset, x: x})
+		return true
+	}
+	// The extent that starts before start may reach into the range.
+	err := s.fs.IterateReverse(extentKey(ino, start), func(k engine.Key, b []byte) bool {
+		if k.ObjectID == ino && k.Type == engine.TypeExtentData && k.Offset < start {
+			keep(k, b)
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = s.fs.Iterate(extentKey(ino, start), func(k engine.Key, b []byte) bool {
+		if k.ObjectID != ino || k.Type != engine.TypeExtentData || k.Offset >= end {
+			return false
+		}
+		return keep(k, b)
+	})
+	if err == nil {
+		err = derr
+	}
+	out = slices.DeleteFunc(out, func(f fileExtent) bool { return f.end() <= start })
+	return out, err
+}
+
+// dropExtents removes the mapping of [start, end) (block aligned, end may
+// be ^0) from in's extents, freeing the blocks and their checksums, and
+// returns how many data bytes it freed. Extents that straddle a bound keep
+// their part outside: the left part keeps its item, the right part gets a
+// new one.
+func (s *Store) dropExtents(tr *engine.Trans, in *inode, start, end uint64) (uint64, error) {
+	xs, err := s.extentsIn(in.ino, start, end)
+	if err != nil {
+		return 0, err
+	}
+	var freed uint64
+	for _, f := range xs {
+		key := extentKey(in.ino, f.off)
+		if f.x.Type == engine.ExtentInline {
+			if err := s.fs.DeleteItem(tr, key); err != nil {
+				return freed, err
+			}
+			freed += f.x.NumBytes
+			continue
+		}
+		cutS, cutE := max(f.off, start), min(f.end(), end)
+		disk := f.x.DiskBytenr + (cutS - f.off)
+		s.e.FreeData(tr, disk, cutE-cutS)
+		if err := s.deleteCsums(tr, disk, cutE-cutS); err != nil {
+			return freed, err
+		}
+		freed += cutE - cutS
+		if f.off < cutS {
+			left := f.x
+			left.NumBytes = cutS - f.off
+			if err := s.fs.UpdateItem(tr, key, func(b []byte) { left.Encode(b[:0]) }); err != nil {
+				return freed, err
+			}
+		} else if err := s.fs.DeleteItem(tr, key); err != nil {
+			return freed, err
+		}
+		if f.end() > cutE {
+			right := f.x
+			right.DiskBytenr += cutE - f.off
+			right.NumBytes = f.end() - cutE
+			if err := s.fs.InsertItem(tr, extentKey(in.ino, cutE), right.Encode(nil)); err != nil {
+				return freed, err
+			}
+		}
+	}
+	return freed, nil
+}
+
+// truncateInline shortens an inline extent to size bytes (0 deletes it)
+// and returns the bytes freed.
+func (s *Store) truncateInline(tr *engine.Trans, in *inode, size uint64) (uint64, error) {
+	xs, err := s.extentsIn(in.ino, 0, blockSize)
+	if err != nil || len(xs) == 0 || xs[0].x.Type != engine.ExtentInline || xs[0].x.NumBytes <= size {
+		return 0, err
+	}
+	freed := xs[0].x.NumBytes - size
+	key := extentKey(in.ino, 0)
+	if size == 0 {
+		return freed, s.fs.DeleteItem(tr, key)
+	}
+	return freed, s.fs.ResizeItem(tr, key, int(engine.FileExtentInlineSize(int(size))))
+}

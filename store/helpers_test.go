@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"ustore/dev"
+	"ustore/dev/memdev"
+)
+
+// testLogger keeps tests quiet; failures are reported by the tests.
+var testLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newTestDevice formats a memdev of size bytes.
+func newTestDevice(t testing.TB, size int64) *memdev.Device {
+	t.Helper()
+	d := memdev.New(size)
+	if err := Mkfs(d, MkfsOptions{NodeSize: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// openTest opens a store on d with small budgets, closed (and checked) at
+// the end of the test.
+func openTest(t testing.TB, d dev.Device, opts Options) *Store {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger
+	}
+	s, err := Open(d, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// closeCheck syncs, checks and closes s.
+func closeCheck(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatalf("fsck: %v", err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}

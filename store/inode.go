@@ -1,0 +1,107 @@
+package store
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ustore/engine"
+)
+
+// File types in Mode, as st_mode.
+const (
+	ModeType = 0o170000
+	ModeDir  = 0o040000
+	ModeFile = 0o100000
+	ModePerm = 0o7777
+)
+
+// Directory entry types, as d_type.
+const (
+	TypeFile = 8 // DT_REG
+	TypeDir  = 4 // DT_DIR
+)
+
+// inode is an inode in memory: its item as the tree holds it (plus what
+// buffered writes changed), its buffered data, and its locks.
+//
+// Lock order: Store.renameMu, then one victim's wbMu (an inode a namespace
+// operation may delete), then inodes' mu in ascending ino order, then
+// extMu, then tree locks. Writeback takes its inode's wbMu, then mu and
+// extMu one at a time, never both.
+type inode struct {
+	ino uint64
+	// refs counts users; the table evicts only unreferenced, clean inodes
+	// (guarded by the table shard's mutex).
+	refs int
+
+	// wbMu serialises writeback, truncate and deletion of this inode's
+	// data: none may change its extent items while another does.
+	wbMu sync.Mutex
+	// extMu guards the extent items against readers: readers map and read
+	// blocks under RLock, writeback and truncate change extents under Lock.
+	extMu sync.RWMutex
+
+	mu sync.Mutex
+	// item is the inode as written to the tree, except that item.Size is
+	// diskSize there: size is the size readers see, diskSize the size the
+	// tree holds — it advances with writeback (ordered data: the tree never
+	// says a file is longer than the data written for it) and with
+	// truncate. Times and mode change here first and reach the tree with
+	// the next item write.
+	item     engine.InodeItem
+	size     uint64
+	diskSize uint64
+	pages    pageState
+	// nextIndex is a directory's next DIR_INDEX offset.
+	nextIndex uint64
+	// deleted: the inode's last name is gone and its items are deleted.
+	deleted bool
+
+	// lastTrans is the transaction of the inode's last change in the tree
+	// (btrfs: last_trans). fsync reads it without a lock.
+	lastTrans atomic.Uint64
+}
+
+func (in *inode) isDir() bool { return in.item.Mode&ModeType == ModeDir }
+
+func dtype(mode uint32) uint8 {
+	if mode&ModeType == ModeDir {
+		return TypeDir
+	}
+	return TypeFile
+}
+
+func now() engine.Timespec {
+	t := time.Now()
+	return engine.Timespec{Sec: t.Unix(), Nsec: uint32(t.Nanosecond())}
+}
+
+// Attr is what stat returns.
+type Attr struct {
+	Ino        uint64
+	Mode       uint32
+	Nlink      uint32
+	UID, GID   uint32
+	Size       uint64
+	Blocks     uint64 // bytes allocated on the device (and inline)
+	Generation uint64
+	Atime      time.Time
+	Mtime      time.Time
+	Ctime      time.Time
+	Btime      time.Time
+}
+
+// IsDir reports whether the inode is a directory.
+func (a Attr) IsDir() bool { return a.Mode&ModeType == ModeDir }
+
+func ts(t engine.Timespec) time.Time { return time.Unix(t.Sec, int64(t.Nsec)) }
+
+// attrLocked returns in's attributes; in.mu held.
+func (in *inode) attrLocked() Attr {
+	return Attr{
+		Ino: in.ino, Mode: in.item.Mode, Nlink: in.item.Nlink, UID: in.item.UID, GID: in.item.GID,
+		Size: in.size, Blocks: in.item.Nbytes, Generation: in.item.Generation,
+		Atime: ts(in.item.Atime), Mtime: ts(in.item.Mtime), Ctime: ts(in.item.Ctime), Btime: ts(in.item.Otime),
+	}
+}

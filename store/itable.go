@@ -1,0 +1,152 @@
+package store
+
+import (
+	"errors"
+	"sync"
+	"syscall"
+
+	"ustore/engine"
+)
+
+// inodeTable holds the inodes in memory, sharded by number. An inode is
+// loaded once and shared; it stays while referenced or while it has
+// buffered data, and clean, unreferenced inodes are evicted past
+// InodeCacheMax — each dropped whole, its page maps with it (the 2013 btrfs
+// eviction lesson: never tear an inode's state down range by range).
+type inodeTable struct {
+	s      *Store
+	shards [inodeShards]inodeShard
+	max    int
+}
+
+const inodeShards = 64
+
+type inodeShard struct {
+	mu sync.Mutex
+	m  map[uint64]*inode
+}
+
+func newInodeTable(s *Store, max int) *inodeTable {
+	t := &inodeTable{s: s, max: max/inodeShards + 1}
+	for i := range t.shards {
+		t.shards[i].m = map[uint64]*inode{}
+	}
+	return t
+}
+
+// get returns inode ino with a reference, loading it from the tree on a
+// miss (under the shard lock, so an inode is never loaded twice). ENOENT if
+// it does not exist or was deleted.
+func (t *inodeTable) get(ino uint64) (*inode, error) {
+	sh := &t.shards[ino%inodeShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if in, ok := sh.m[ino]; ok {
+		in.refs++
+		return in, nil
+	}
+	in, err := t.s.loadInode(ino)
+	if err != nil {
+		return nil, err
+	}
+	in.refs = 1
+	if len(sh.m) >= t.max {
+		sh.evictLocked(len(sh.m) - t.max + 1)
+	}
+	sh.m[ino] = in
+	return in, nil
+}
+
+// add puts a new inode in the table with a reference.
+func (t *inodeTable) add(in *inode) {
+	sh := &t.shards[in.ino%inodeShards]
+	sh.mu.Lock()
+	in.refs = 1
+	sh.m[in.ino] = in
+	sh.mu.Unlock()
+}
+
+// put drops a reference.
+func (t *inodeTable) put(in *inode) {
+	sh := &t.shards[in.ino%inodeShards]
+	sh.mu.Lock()
+	in.refs--
+	sh.mu.Unlock()
+}
+
+// evictLocked drops up to n clean, unreferenced inodes of the shard.
+func (sh *inodeShard) evictLocked(n int) {
+	for ino, in := range sh.m {
+		if n <= 0 {
+			return
+		}
+		// An inode with buffered data is referenced by the dirty set.
+		if in.refs > 0 {
+			continue
+		}
+		delete(sh.m, ino)
+		n--
+	}
+}
+
+// ref adds a reference to an inode already in the table.
+func (t *inodeTable) ref(in *inode) {
+	sh := &t.shards[in.ino%inodeShards]
+	sh.mu.Lock()
+	in.refs++
+	sh.mu.Unlock()
+}
+
+// count returns how many inodes are in memory.
+func (t *inodeTable) count() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// clear drops every inode, at unmount, shard by shard in one step each.
+func (t *inodeTable) clear() {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		sh.m = map[uint64]*inode{}
+		sh.mu.Unlock()
+	}
+}
+
+// loadInode reads inode ino's item (and a directory's next index).
+func (s *Store) loadInode(ino uint64) (*inode, error) {
+	b, err := s.fs.Lookup(inodeKey(ino))
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, syscall.ENOENT
+	}
+	if err != nil {
+		return nil, err
+	}
+	item, err := engine.DecodeInodeItem(b)
+	if err != nil {
+		return nil, err
+	}
+	in := &inode{ino: ino, item: item, size: item.Size, diskSize: item.Size}
+	in.pages.init()
+	in.lastTrans.Store(item.Transid)
+	if in.isDir() {
+		in.nextIndex = 2
+		from := engine.Key{ObjectID: ino, Type: engine.TypeDirIndex, Offset: ^uint64(0)}
+		err := s.fs.IterateReverse(from, func(k engine.Key, _ []byte) bool {
+			if k.ObjectID == ino && k.Type == engine.TypeDirIndex {
+				in.nextIndex = k.Offset + 1
+			}
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}

@@ -1,0 +1,24 @@
+package store
+
+import (
+	"bytes"
+	"syscall"
+
+	"ustore/engine"
+)
+
+// checkName validates one directory entry name: 1–255 bytes, no '/', no
+// NUL, not "." or "..".
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return syscall.EINVAL
+	case len(name) > engine.NameMax:
+		return syscall.ENAMETOOLONG
+	case name == "." || name == "..":
+		return syscall.EINVAL
+	case bytes.IndexByte([]byte(name), '/') >= 0 || bytes.IndexByte([]byte(name), 0) >= 0:
+		return syscall.EINVAL
+	}
+	return nil
+}

@@ -1,0 +1,359 @@
+package store
+
+import (
+	"errors"
+	"slices"
+	"syscall"
+
+	"ustore/engine"
+)
+
+// Namespace operations: each runs in one transaction handle, so a commit
+// holds all of an operation or none of it, and each checks everything it
+// can before its first change (a failure after the first change would leave
+// half an operation in the running transaction; the engine fails the
+// transaction's commit rather than write it).
+
+// writeItem writes in's item to the tree in tr (in.mu held) and records tr
+// as the inode's last change.
+func (s *Store) writeItem(tr *engine.Trans, in *inode) error {
+	it := in.item
+	it.Size = in.diskSize
+	it.Transid = tr.ID()
+	if err := s.fs.UpdateItem(tr, inodeKey(in.ino), func(b []byte) { it.Encode(b[:0]) }); err != nil {
+		return err
+	}
+	in.item.Transid = tr.ID()
+	in.lastTrans.Store(tr.ID())
+	return nil
+}
+
+// lockAll locks the inodes' mu in ascending ino order (each once).
+func lockAll(ins ...*inode) func() {
+	sorted := slices.Clone(ins)
+	slices.SortFunc(sorted, func(a, b *inode) int {
+		switch {
+		case a.ino < b.ino:
+			return -1
+		case a.ino > b.ino:
+			return 1
+		}
+		return 0
+	})
+	sorted = slices.CompactFunc(sorted, func(a, b *inode) bool { return a == b })
+	for _, in := range sorted {
+		in.mu.Lock()
+	}
+	return func() {
+		for _, in := range sorted {
+			in.mu.Unlock()
+		}
+	}
+}
+
+// getDir returns directory ino with a reference: ENOTDIR if it is not one.
+func (s *Store) getDir(ino uint64) (*inode, error) {
+	in, err := s.itab.get(ino)
+	if err != nil {
+		return nil, err
+	}
+	if !in.isDir() {
+		s.itab.put(in)
+		return nil, syscall.ENOTDIR
+	}
+	return in, nil
+}
+
+// Lookup returns the attributes of name in directory dir.
+func (s *Store) Lookup(dir uint64, name string) (Attr, error) {
+	a, err := s.lookup(dir, name)
+	return a, opErr("lookup", name, err)
+}
+
+func (s *Store) lookup(dir uint64, name string) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	d, err := s.getDir(dir)
+	if err != nil {
+		return Attr{}, err
+	}
+	d.mu.Lock()
+	deleted := d.deleted
+	var e engine.DirEntry
+	if !deleted {
+		e, err = s.findEntry(dir, name)
+	}
+	d.mu.Unlock()
+	s.itab.put(d)
+	if deleted {
+		return Attr{}, syscall.ENOENT
+	}
+	if err != nil {
+		return Attr{}, err
+	}
+	return s.stat(e.Child)
+}
+
+// Create makes a regular file name in dir with permission bits perm;
+// EEXIST if the name exists.
+func (s *Store) Create(dir uint64, name string, perm uint32) (Attr, error) {
+	a, err := s.makeInode(dir, name, ModeFile|perm&ModePerm)
+	return a, opErr("create", name, err)
+}
+
+// Mkdir makes a directory name in dir.
+func (s *Store) Mkdir(dir uint64, name string, perm uint32) (Attr, error) {
+	a, err := s.makeInode(dir, name, ModeDir|perm&ModePerm)
+	return a, opErr("mkdir", name, err)
+}
+
+func (s *Store) makeInode(dir uint64, name string, mode uint32) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	d, err := s.getDir(dir)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer s.itab.put(d)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.deleted {
+		return Attr{}, syscall.ENOENT
+	}
+	if _, err := s.findEntry(dir, name); err == nil {
+		return Attr{}, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return Attr{}, err
+	}
+	tr, err := s.e.StartReserved(s.opMeta)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer tr.End()
+	ino := s.nextIno.Add(1) - 1
+	t := now()
+	in := &inode{ino: ino, nextIndex: 2}
+	in.pages.init()
+	in.item = engine.InodeItem{Generation: tr.ID(), Transid: tr.ID(), Mode: mode, Nlink: 1,
+		UID: s.uid, GID: s.gid, Atime: t, Mtime: t, Ctime: t, Otime: t}
+	if mode&ModeType == ModeDir {
+		in.item.Nlink = 2
+	}
+	if err := s.fs.InsertItem(tr, inodeKey(ino), in.item.Encode(nil)); err != nil {
+		return Attr{}, err
+	}
+	in.lastTrans.Store(tr.ID())
+	if err := s.addEntry(tr, d, name, ino, dtype(mode)); err != nil {
+		return Attr{}, err
+	}
+	d.size++
+	d.diskSize = d.size
+	if mode&ModeType == ModeDir {
+		d.item.Nlink++
+	}
+	d.item.Mtime, d.item.Ctime = t, t
+	if err := s.writeItem(tr, d); err != nil {
+		return Attr{}, err
+	}
+	s.itab.add(in)
+	defer s.itab.put(in)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.attrLocked(), nil
+}
+
+// Link gives inode ino the name name in dir. Directories cannot be linked
+// (EPERM, as Linux).
+func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
+	a, err := s.link(ino, dir, name)
+	return a, opErr("link", name, err)
+}
+
+func (s *Store) link(ino, dir uint64, name string) (Attr, error) {
+	if err := checkName(name); err != nil {
+		return Attr{}, err
+	}
+	d, err := s.getDir(dir)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer s.itab.put(d)
+	in, err := s.itab.get(ino)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer s.itab.put(in)
+	if in.isDir() {
+		return Attr{}, syscall.EPERM
+	}
+	unlock := lockAll(d, in)
+	defer unlock()
+	if d.deleted || in.deleted {
+		return Attr{}, syscall.ENOENT
+	}
+	if in.item.Nlink >= linkMax {
+		return Attr{}, syscall.EMLINK
+	}
+	if _, err := s.findEntry(dir, name); err == nil {
+		return Attr{}, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return Attr{}, err
+	}
+	tr, err := s.e.StartReserved(s.opMeta)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer tr.End()
+	if err := s.addEntry(tr, d, name, ino, TypeFile); err != nil {
+		return Attr{}, err
+	}
+	t := now()
+	d.size++
+	d.diskSize = d.size
+	d.item.Mtime, d.item.Ctime = t, t
+	if err := s.writeItem(tr, d); err != nil {
+		return Attr{}, err
+	}
+	in.item.Nlink++
+	in.item.Ctime = t
+	if err := s.writeItem(tr, in); err != nil {
+		return Attr{}, err
+	}
+	return in.attrLocked(), nil
+}
+
+// linkMax bounds a file's names: nlink is a u32 on disk, and a directory's
+// name list (INODE_REF) must fit in a leaf item.
+const linkMax = 1 << 16
+
+// Unlink removes name, a non-directory, from dir; the inode goes with its
+// last name.
+func (s *Store) Unlink(dir uint64, name string) error {
+	return opErr("unlink", name, s.remove(dir, name, false))
+}
+
+// Rmdir removes name, an empty directory, from dir.
+func (s *Store) Rmdir(dir uint64, name string) error {
+	return opErr("rmdir", name, s.remove(dir, name, true))
+}
+
+func (s *Store) remove(dir uint64, name string, wantDir bool) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	d, err := s.getDir(dir)
+	if err != nil {
+		return err
+	}
+	defer s.itab.put(d)
+	for {
+		e, err := s.findEntryLocked(d, name)
+		if err != nil {
+			return err
+		}
+		victim, err := s.itab.get(e.Child)
+		if err != nil {
+			return err
+		}
+		done, err := s.removeLocked(d, name, e, victim, wantDir)
+		s.itab.put(victim)
+		if done {
+			return err
+		}
+	}
+}
+
+// findEntryLocked looks name up in d under d.mu.
+func (s *Store) findEntryLocked(d *inode, name string) (engine.DirEntry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.deleted {
+		return engine.DirEntry{}, syscall.ENOENT
+	}
+	return s.findEntry(d.ino, name)
+}
+
+// removeLocked takes the locks, checks that name still points at victim
+// (done == false: it changed, look again), and removes it.
+func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *inode, wantDir bool) (done bool, err error) {
+	victim.wbMu.Lock()
+	defer victim.wbMu.Unlock()
+	unlock := lockAll(d, victim)
+	defer unlock()
+	if d.deleted {
+		return true, syscall.ENOENT
+	}
+	cur, err := s.findEntry(d.ino, name)
+	if err != nil {
+		return true, err
+	}
+	if cur.Child != e.Child {
+		return false, nil
+	}
+	switch {
+	case wantDir && !victim.isDir():
+		return true, syscall.ENOTDIR
+	case !wantDir && victim.isDir():
+		return true, syscall.EISDIR
+	case wantDir:
+		empty, err := s.dirEmpty(victim.ino)
+		if err != nil {
+			return true, err
+		}
+		if !empty {
+			return true, syscall.ENOTEMPTY
+		}
+	}
+	tr, err := s.e.StartReserved(0)
+	if err != nil {
+		return true, err
+	}
+	defer tr.End()
+	if err := s.removeEntry(tr, d.ino, name, cur); err != nil {
+		return true, err
+	}
+	t := now()
+	d.size--
+	d.diskSize = d.size
+	if victim.isDir() {
+		d.item.Nlink--
+	}
+	d.item.Mtime, d.item.Ctime = t, t
+	if err := s.writeItem(tr, d); err != nil {
+		return true, err
+	}
+	return true, s.dropLink(tr, victim, t)
+}
+
+// dropLink lowers victim's link count after one of its names went, and
+// deletes it with its last (victim.wbMu and mu held).
+func (s *Store) dropLink(tr *engine.Trans, victim *inode, t engine.Timespec) error {
+	victim.item.Ctime = t
+	if victim.isDir() || victim.item.Nlink <= 1 {
+		return s.deleteInode(tr, victim)
+	}
+	victim.item.Nlink--
+	return s.writeItem(tr, victim)
+}
+
+// deleteInode frees an inode's data and deletes its items (its names are
+// already gone). Its buffered pages are dropped whole.
+func (s *Store) deleteInode(tr *engine.Trans, in *inode) error {
+	in.extMu.Lock()
+	defer in.extMu.Unlock()
+	if _, err := s.dropExtents(tr, in, 0, ^uint64(0)); err != nil {
+		return err
+	}
+	lo := engine.Key{ObjectID: in.ino}
+	hi := engine.Key{ObjectID: in.ino, Type: 0xff, Offset: ^uint64(0)}
+	if _, err := s.fs.DeleteRange(tr, lo, hi); err != nil {
+		return err
+	}
+	in.deleted = true
+	in.item.Nlink = 0
+	in.lastTrans.Store(tr.ID())
+	s.dropPages(in, 0)
+	return nil
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configure Open. Zero values mean the defaults.
+type Options struct {
+	// CacheBytes is the tree node cache budget (default 256 MiB).
+	CacheBytes int64
+	// DirtyBytes is the dirty data budget: buffered file data not yet
+	// written back. A writer that would take it past the budget waits for
+	// writeback (default 256 MiB, at least 1 MiB).
+	DirtyBytes int64
+	// DirtyBackgroundBytes: past this much dirty data the flusher starts
+	// writing back in the background (default DirtyBytes/4).
+	DirtyBackgroundBytes int64
+	// DirtyExpire: data dirty for longer is written back by the flusher
+	// whatever the total (default 5 s, the commit interval: data written
+	// back before a periodic commit is durable with it).
+	DirtyExpire time.Duration
+	// CommitInterval: see engine.Options (default 5 s).
+	CommitInterval time.Duration
+	// InodeCacheMax is how many clean, unused inodes stay in memory
+	// (default 65,536).
+	InodeCacheMax int
+	Logger        *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.DirtyBytes == 0 {
+		o.DirtyBytes = 256 << 20
+	}
+	if o.DirtyBytes < 1<<20 {
+		return o, fmt.Errorf("store: dirty budget %d bytes: at least 1 MiB", o.DirtyBytes)
+	}
+	if o.DirtyBackgroundBytes == 0 {
+		o.DirtyBackgroundBytes = o.DirtyBytes / 4
+	}
+	if o.DirtyBackgroundBytes < 0 || o.DirtyBackgroundBytes > o.DirtyBytes {
+		return o, fmt.Errorf("store: background writeback threshold %d outside [0, %d]", o.DirtyBackgroundBytes, o.DirtyBytes)
+	}
+	if o.DirtyExpire == 0 {
+		o.DirtyExpire = 5 * time.Second
+	}
+	if o.InodeCacheMax == 0 {
+		o.InodeCacheMax = 65536
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"sync"
+	"time"
+
+	"ustore/engine"
+)
+
+// blockSize is the unit of buffered data, of allocation and of checksums.
+const blockSize = engine.SectorSize
+
+// page is one block of a file's buffered data. Every byte of a page beyond
+// the file's size is zero: truncate zeroes them, and a page filled from
+// the device is zeroed past the size.
+type page struct {
+	buf []byte // blockSize bytes
+}
+
+var pagePool = sync.Pool{New: func() any { return &page{buf: make([]byte, blockSize)} }}
+
+func newPage() *page { return pagePool.Get().(*page) }
+
+func freePage(p *page) {
+	clear(p.buf)
+	pagePool.Put(p)
+}
+
+// pageState is an inode's range state (btrfs: the extent_io_tree of its
+// pages): which blocks are dirty — written by a client, not yet written
+// back — and which are under writeback — on their way to the device, still
+// what readers see until their extents are in the tree. A block is in at
+// most... both only when a client wrote it again during its writeback: the
+// dirty page is then the newer. Guarded by inode.mu.
+type pageState struct {
+	dirty map[uint64]*page // block index → page
+	wb    map[uint64]*page
+	// dirtySince is when the oldest dirty page became dirty (zero: none).
+	dirtySince time.Time
+}
+
+func (ps *pageState) init() {
+	ps.dirty = map[uint64]*page{}
+	ps.wb = map[uint64]*page{}
+}
+
+func (ps *pageState) empty() bool { return len(ps.dirty) == 0 && len(ps.wb) == 0 }
+
+// lookup returns the newest buffered page of block b.
+func (ps *pageState) lookup(b uint64) *page {
+	if p := ps.dirty[b]; p != nil {
+		return p
+	}
+	return ps.wb[b]
+}

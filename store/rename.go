@@ -1,0 +1,187 @@
+package store
+
+import (
+	"errors"
+	"syscall"
+
+	"ustore/engine"
+)
+
+// Rename moves srcName in srcDir to dstName in dstDir, atomically: one
+// transaction removes the old name, removes and drops whatever dstName
+// named (a file; or an empty directory, when the source is one), and adds
+// the new name. POSIX's rules: a directory may replace only an empty
+// directory (ENOTEMPTY, ENOTDIR), a file only a file (EISDIR), a directory
+// never moves under itself (EINVAL), and renaming a name onto another name
+// of the same inode does nothing.
+//
+// renameMu serialises renames, as Linux's s_vfs_rename_mutex: while it is
+// held no directory changes parent, so the walk up from dstDir that looks
+// for a cycle sees a stable tree.
+func (s *Store) Rename(srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+	return opErr("rename", srcName, s.rename(srcDir, srcName, dstDir, dstName))
+}
+
+func (s *Store) rename(srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+	if err := checkName(srcName); err != nil {
+		return err
+	}
+	if err := checkName(dstName); err != nil {
+		return err
+	}
+	s.renameMu.Lock()
+	defer s.renameMu.Unlock()
+	sd, err := s.getDir(srcDir)
+	if err != nil {
+		return err
+	}
+	defer s.itab.put(sd)
+	dd, err := s.getDir(dstDir)
+	if err != nil {
+		return err
+	}
+	defer s.itab.put(dd)
+	for {
+		done, err := s.renameOnce(sd, srcName, dd, dstName)
+		if done {
+			return err
+		}
+	}
+}
+
+// renameOnce looks both names up, takes the locks and, if the names still
+// point where they did, renames (done); otherwise it returns done == false.
+func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string) (done bool, err error) {
+	se, err := s.findEntryLocked(sd, srcName)
+	if err != nil {
+		return true, err
+	}
+	de, derr := s.findEntryLocked(dd, dstName)
+	if derr != nil && !errors.Is(derr, syscall.ENOENT) {
+		return true, derr
+	}
+	exists := derr == nil
+	if exists && de.Child == se.Child {
+		return true, nil
+	}
+	src, err := s.itab.get(se.Child)
+	if err != nil {
+		return true, err
+	}
+	defer s.itab.put(src)
+	if src.isDir() {
+		if err := s.checkNotUnder(dd.ino, src.ino); err != nil {
+			return true, err
+		}
+	}
+	var victim *inode
+	locks := []*inode{sd, dd, src}
+	if exists {
+		victim, err = s.itab.get(de.Child)
+		if err != nil {
+			return true, err
+		}
+		defer s.itab.put(victim)
+		victim.wbMu.Lock()
+		defer victim.wbMu.Unlock()
+		locks = append(locks, victim)
+	}
+	unlock := lockAll(locks...)
+	defer unlock()
+	if sd.deleted || dd.deleted {
+		return true, syscall.ENOENT
+	}
+	cur, err := s.findEntry(sd.ino, srcName)
+	if err != nil {
+		return true, err
+	}
+	curDst, derr := s.findEntry(dd.ino, dstName)
+	if derr != nil && !errors.Is(derr, syscall.ENOENT) {
+		return true, derr
+	}
+	if cur.Child != se.Child || (derr == nil) != exists || (exists && curDst.Child != de.Child) {
+		return false, nil
+	}
+	if victim != nil {
+		switch {
+		case src.isDir() && !victim.isDir():
+			return true, syscall.ENOTDIR
+		case !src.isDir() && victim.isDir():
+			return true, syscall.EISDIR
+		case victim.isDir():
+			empty, err := s.dirEmpty(victim.ino)
+			if err != nil {
+				return true, err
+			}
+			if !empty {
+				return true, syscall.ENOTEMPTY
+			}
+		}
+	}
+	tr, err := s.e.StartReserved(s.opMeta)
+	if err != nil {
+		return true, err
+	}
+	defer tr.End()
+	t := now()
+	if victim != nil {
+		if err := s.removeEntry(tr, dd.ino, dstName, curDst); err != nil {
+			return true, err
+		}
+		dd.size--
+		if victim.isDir() {
+			dd.item.Nlink--
+		}
+		if err := s.dropLink(tr, victim, t); err != nil {
+			return true, err
+		}
+	}
+	if err := s.removeEntry(tr, sd.ino, srcName, cur); err != nil {
+		return true, err
+	}
+	sd.size--
+	if err := s.addEntry(tr, dd, dstName, src.ino, dtype(src.item.Mode)); err != nil {
+		return true, err
+	}
+	dd.size++
+	if src.isDir() && sd != dd {
+		sd.item.Nlink--
+		dd.item.Nlink++
+	}
+	for _, d := range []*inode{sd, dd} {
+		d.diskSize = d.size
+		d.item.Mtime, d.item.Ctime = t, t
+	}
+	if err := s.writeItem(tr, sd); err != nil {
+		return true, err
+	}
+	if dd != sd {
+		if err := s.writeItem(tr, dd); err != nil {
+			return true, err
+		}
+	}
+	src.item.Ctime = t
+	return true, s.writeItem(tr, src)
+}
+
+// checkNotUnder returns EINVAL if directory dir is dirIno itself or lies
+// under it: moving ancestor there would cut it from the tree.
+func (s *Store) checkNotUnder(dir, ancestor uint64) error {
+	for range maxDepth {
+		if dir == ancestor {
+			return syscall.EINVAL
+		}
+		if dir == engine.RootDirIno {
+			return nil
+		}
+		p, err := s.parentOf(dir)
+		if err != nil {
+			return err
+		}
+		dir = p
+	}
+	return syscall.ELOOP
+}
+
+// maxDepth bounds the walk up the directory tree (a loop means corruption).
+const maxDepth = 1 << 16

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ustore/dev"
+	"ustore/engine"
+)
+
+// Store is a mounted filesystem: the namespace and file data on an engine.
+type Store struct {
+	e    *engine.Engine
+	dev  dev.Device
+	fs   *engine.Tree
+	csum *engine.Tree
+	opts Options
+	log  *slog.Logger
+	// ctx is for commits the store starts on its own (to find space).
+	ctx context.Context
+
+	itab      *inodeTable
+	wb        wbState
+	nextIno   atomic.Uint64
+	renameMu  sync.Mutex
+	uid, gid  uint32
+	opMeta    uint64 // tree space one namespace operation may need
+	inlineMax int
+
+	stop        chan struct{}
+	flusherDone chan struct{}
+	closeOnce   sync.Once
+	stats       storeStats
+}
+
+// MkfsOptions configure Mkfs.
+type MkfsOptions struct {
+	NodeSize int // tree node size; 0 means engine.NodeSizeDefault
+}
+
+// Mkfs formats d: the engine's trees, and the root directory (inode 256,
+// mode 0755), committed.
+func Mkfs(d dev.Device, opts MkfsOptions) error {
+	if err := engine.Mkfs(d, engine.MkfsOptions{NodeSize: opts.NodeSize}); err != nil {
+		return err
+	}
+	e, err := engine.Mount(d, engine.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	tr, err := e.Start()
+	if err != nil {
+		return err
+	}
+	t := now()
+	root := engine.InodeItem{Generation: tr.ID(), Transid: tr.ID(), Mode: ModeDir | 0o755, Nlink: 2,
+		UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Atime: t, Mtime: t, Ctime: t, Otime: t}
+	err = e.Tree(engine.FSTreeID).InsertItem(tr, inodeKey(engine.RootDirIno), root.Encode(nil))
+	tr.End()
+	if err != nil {
+		return errors.Join(err, e.Close(context.Background()))
+	}
+	return e.Close(context.Background())
+}
+
+// Open mounts the store on d.
+func Open(d dev.Device, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	e, err := engine.Mount(d, engine.Options{CacheBytes: opts.CacheBytes, CommitInterval: opts.CommitInterval, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		e: e, dev: d, fs: e.Tree(engine.FSTreeID), csum: e.Tree(engine.CsumTreeID),
+		opts: opts, log: opts.Logger, ctx: context.Background(),
+		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()),
+		opMeta:    uint64(16 * e.NodeSize()),
+		inlineMax: engine.FileExtentMaxInline(e.ItemDataMax()),
+		stop:      make(chan struct{}), flusherDone: make(chan struct{}),
+	}
+	if s.fs == nil || s.csum == nil {
+		e.Close(context.Background())
+		return nil, fmt.Errorf("store: the device has no fs or csum tree: not a ustore store")
+	}
+	s.itab = newInodeTable(s, opts.InodeCacheMax)
+	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
+	if _, err := s.stat(engine.RootDirIno); err != nil {
+		e.Close(context.Background())
+		return nil, fmt.Errorf("store: no root directory (inode %d): %w", engine.RootDirIno, err)
+	}
+	next, err := s.highestIno()
+	if err != nil {
+		e.Close(context.Background())
+		return nil, err
+	}
+	s.nextIno.Store(next + 1)
+	go s.flusher()
+	s.log.Info("store mounted", "duration", time.Since(start), "next_ino", next+1,
+		"node_size", e.NodeSize(), "dirty_budget", opts.DirtyBytes)
+	return s, nil
+}
+
+// highestIno returns the highest inode number in the fs tree.
+func (s *Store) highestIno() (uint64, error) {
+	hi := uint64(engine.FirstFreeIno - 1)
+	err := s.fs.IterateReverse(engine.MaxKey, func(k engine.Key, _ []byte) bool {
+		hi = max(hi, k.ObjectID)
+		return false
+	})
+	return hi, err
+}
+
+// Close writes back every dirty inode, commits, stops the flusher and
+// releases the caches. The store is unusable afterwards.
+func (s *Store) Close(ctx context.Context) error {
+	err := errors.New("store: already closed")
+	s.closeOnce.Do(func() {
+		start := time.Now()
+		close(s.stop)
+		<-s.flusherDone
+		werr := s.sync(ctx)
+		cerr := s.e.Close(ctx)
+		inodes := s.itab.count()
+		s.itab.clear()
+		err = errors.Join(werr, cerr)
+		s.log.Info("store closed", "duration", time.Since(start), "inodes_released", inodes, "err", err)
+	})
+	return err
+}
+
+// Engine returns the engine under the store (for fsck and tests).
+func (s *Store) Engine() *engine.Engine { return s.e }

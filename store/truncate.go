@@ -1,0 +1,72 @@
+package store
+
+import "ustore/engine"
+
+// truncateLocked sets in's size (wbMu and mu held, tr running). Shrinking
+// drops the pages and extents past the new end and zeroes the rest of the
+// last block in memory; growing zeroes the old last block's tail first
+// (zeroTailLocked). Both sizes change at once: a truncate reaches the tree
+// with this operation's transaction, not with writeback.
+func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
+	switch {
+	case size < in.size:
+		keep := (size + blockSize - 1) / blockSize
+		s.dropPages(in, keep)
+		if size%blockSize != 0 {
+			if p := in.pages.lookup(size / blockSize); p != nil {
+				clear(p.buf[size%blockSize:])
+			}
+		}
+		in.extMu.Lock()
+		freed, err := s.dropExtents(tr, in, keep*blockSize, ^uint64(0))
+		if err == nil && size < blockSize {
+			var f uint64
+			f, err = s.truncateInline(tr, in, size)
+			freed += f
+		}
+		in.extMu.Unlock()
+		in.item.Nbytes -= min(freed, in.item.Nbytes)
+		if err != nil {
+			return err
+		}
+	case size > in.size && in.size%blockSize != 0:
+		if err := s.wb.reserve(1, false); err != nil {
+			return err
+		}
+		n, err := s.zeroTailLocked(in)
+		s.wb.unreserve(1 - n)
+		if err != nil {
+			return err
+		}
+	}
+	in.size = size
+	in.diskSize = size
+	return nil
+}
+
+// dropPages drops in's buffered pages from block first on (mu held; no
+// writeback running: wbMu held by the caller), and their budget.
+func (s *Store) dropPages(in *inode, first uint64) {
+	n := 0
+	if first == 0 {
+		// The whole state goes: drop the maps whole, not page by page.
+		n = len(in.pages.dirty) + len(in.pages.wb)
+		in.pages.init()
+	}
+	for _, m := range []map[uint64]*page{in.pages.dirty, in.pages.wb} {
+		for b, p := range m {
+			if b >= first {
+				delete(m, b)
+				freePage(p)
+				n++
+			}
+		}
+	}
+	s.wb.unreserve(n)
+	if len(in.pages.dirty) == 0 {
+		in.pages.dirtySince = timeZero
+		if in.pages.empty() {
+			s.wb.markClean(in)
+		}
+	}
+}

@@ -1,0 +1,398 @@
+package store
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"ustore/dev"
+	"ustore/engine"
+)
+
+// Writeback turns an inode's dirty pages into extents: it allocates
+// contiguous runs of blocks, writes them through dev in batches, and then,
+// under the inode's extMu, replaces the old extents of those ranges with
+// the new ones and inserts their checksums — all in one transaction handle
+// per batch, so that a commit holds a batch's extents only with the data
+// already written (ordered mode: the commit's flush follows the data
+// writes, its superblock follows the flush). Old blocks are freed in the
+// same handle and reused only after that transaction is durable.
+
+// wbChunkBytes bounds one writeback batch: its device writes go out as one
+// submission, and its transaction handle is held for one batch only, so a
+// commit never waits long behind writeback.
+const wbChunkBytes = 8 << 20
+
+// maxExtentBlocks is the longest extent: its checksum item (4 bytes a
+// block) must fit in a leaf item.
+func (s *Store) maxExtentBlocks() int {
+	return min(256, s.e.ItemDataMax()/engine.CsumSize)
+}
+
+// writebackInode writes back every page of in that is dirty when it starts.
+func (s *Store) writebackInode(in *inode) error {
+	in.wbMu.Lock()
+	defer in.wbMu.Unlock()
+	in.mu.Lock()
+	if in.deleted || len(in.pages.dirty) == 0 {
+		in.mu.Unlock()
+		return nil
+	}
+	pages := in.pages.dirty
+	in.pages.dirty = map[uint64]*page{}
+	in.pages.dirtySince = timeZero
+	for b, p := range pages {
+		in.pages.wb[b] = p
+	}
+	size := in.size
+	in.mu.Unlock()
+
+	blocks := make([]uint64, 0, len(pages))
+	for b := range pages {
+		blocks = append(blocks, b)
+	}
+	slices.Sort(blocks)
+	start := time.Now()
+	err := s.writeBlocks(in, pages, blocks, size)
+
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	done := 0
+	for b, p := range pages {
+		if in.pages.wb[b] != p {
+			continue
+		}
+		delete(in.pages.wb, b)
+		if err == nil || in.deleted {
+			freePage(p)
+			done++
+			continue
+		}
+		// Failed: the page is dirty again, unless a newer one is.
+		if in.pages.dirty[b] == nil {
+			if len(in.pages.dirty) == 0 {
+				in.pages.dirtySince = timeNow()
+				s.wb.markDirty(in)
+			}
+			in.pages.dirty[b] = p
+		} else {
+			freePage(p)
+			done++
+		}
+	}
+	s.wb.unreserve(done)
+	if in.pages.empty() {
+		s.wb.markClean(in)
+	}
+	s.wb.setErr(err)
+	if err != nil {
+		s.log.Error("writeback failed", "ino", in.ino, "blocks", len(blocks), "err", err)
+		return err
+	}
+	s.stats.writebackBlocks.Add(uint64(len(blocks)))
+	s.stats.writebackNanos.Add(uint64(time.Since(start)))
+	return nil
+}
+
+// writeBlocks writes pages (blocks, sorted) of in, whose size was size
+// when writeback began.
+func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, size uint64) error {
+	if len(blocks) == 1 && blocks[0] == 0 && size <= uint64(s.inlineMax) {
+		return s.writeInline(in, pages[0].buf[:size], size)
+	}
+	// Runs of contiguous blocks, each at most one extent long.
+	type run struct{ first, count uint64 }
+	var runs []run
+	maxRun := uint64(s.maxExtentBlocks())
+	for _, b := range blocks {
+		if k := len(runs); k > 0 && runs[k-1].first+runs[k-1].count == b && runs[k-1].count < maxRun {
+			runs[k-1].count++
+			continue
+		}
+		runs = append(runs, run{b, 1})
+	}
+	for len(runs) > 0 {
+		n, bytes := 0, uint64(0)
+		for n < len(runs) && (n == 0 || bytes+runs[n].count*blockSize <= wbChunkBytes) {
+			bytes += runs[n].count * blockSize
+			n++
+		}
+		batch := runs[:n]
+		runs = runs[n:]
+		last := len(runs) == 0
+		exts := make([]newExtent, len(batch))
+		for i, r := range batch {
+			exts[i] = newExtent{off: r.first * blockSize, length: r.count * blockSize}
+			buf := dev.AlignedBuffer(int(exts[i].length))
+			sums := make([]byte, r.count*engine.CsumSize)
+			for j := range r.count {
+				blk := buf[j*blockSize : (j+1)*blockSize]
+				copy(blk, pages[r.first+j].buf)
+				engine.PutCsum(sums, int(j), engine.DataCsum(blk))
+			}
+			exts[i].buf, exts[i].sums = buf, sums
+		}
+		if err := s.writeExtents(in, exts, last, size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newExtent is one run of blocks on its way to the device.
+type newExtent struct {
+	off, length uint64 // file range
+	disk        uint64
+	buf, sums   []byte
+}
+
+// writeExtents allocates, writes and maps one batch of extents in one
+// transaction handle. The last batch of a writeback also advances the
+// size the tree holds to size.
+func (s *Store) writeExtents(in *inode, exts []newExtent, last bool, size uint64) error {
+	tr, err := s.e.StartReserved(0)
+	if err != nil {
+		return err
+	}
+	defer tr.End()
+	ios := make([]dev.IO, len(exts))
+	for i := range exts {
+		disk, err := s.e.AllocData(tr, exts[i].length)
+		if err != nil {
+			for _, x := range exts[:i] {
+				s.e.FreeData(tr, x.disk, x.length)
+			}
+			return err
+		}
+		exts[i].disk = disk
+		ios[i] = dev.IO{Off: int64(disk), Buf: exts[i].buf}
+	}
+	if err := s.dev.Write(ios); err != nil {
+		for _, x := range exts {
+			s.e.FreeData(tr, x.disk, x.length)
+		}
+		return err
+	}
+	var added, freed uint64
+	in.extMu.Lock()
+	for _, x := range exts {
+		f, err := s.dropExtents(tr, in, x.off, x.off+x.length)
+		freed += f
+		if err != nil {
+			in.extMu.Unlock()
+			return err
+		}
+		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentRegular, DiskBytenr: x.disk, NumBytes: x.length}
+		if err := s.fs.InsertItem(tr, extentKey(in.ino, x.off), fe.Encode(nil)); err != nil {
+			in.extMu.Unlock()
+			return err
+		}
+		if err := s.csum.InsertItem(tr, csumKey(x.disk), x.sums); err != nil {
+			in.extMu.Unlock()
+			return err
+		}
+		added += x.length
+	}
+	in.extMu.Unlock()
+	s.stats.extentsWritten.Add(uint64(len(exts)))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.item.Nbytes = in.item.Nbytes + added - min(freed, in.item.Nbytes+added)
+	if last {
+		in.diskSize = size
+	}
+	return s.writeItem(tr, in)
+}
+
+// writeInline stores a small file's only block inside its extent item.
+func (s *Store) writeInline(in *inode, data []byte, size uint64) error {
+	tr, err := s.e.StartReserved(0)
+	if err != nil {
+		return err
+	}
+	defer tr.End()
+	in.extMu.Lock()
+	freed, err := s.dropExtents(tr, in, 0, blockSize)
+	if err == nil && len(data) > 0 {
+		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentInline, Data: data}
+		err = s.fs.InsertItem(tr, extentKey(in.ino, 0), fe.Encode(nil))
+	}
+	in.extMu.Unlock()
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.item.Nbytes = in.item.Nbytes + uint64(len(data)) - min(freed, in.item.Nbytes+uint64(len(data)))
+	in.diskSize = size
+	return s.writeItem(tr, in)
+}
+
+var timeZero time.Time
+
+func timeNow() time.Time { return time.Now() }
+
+// wbState is the store's dirty data accounting: the budget of buffered
+// pages (memory), the device space promised to them (so that a write that
+// cannot be written back fails with ENOSPC when it is made, not later),
+// and the set of inodes with dirty pages, which the flusher walks.
+type wbState struct {
+	s    *Store
+	mu   sync.Mutex
+	cond *sync.Cond
+	// pages is how many pages are buffered (dirty or under writeback);
+	// each holds one unit of memory budget and one of space.
+	pages  int64
+	budget int64 // pages
+	bg     int64 // pages: background writeback starts past it
+	inodes map[uint64]*inode
+	kick   chan struct{}
+	// err is the last writeback's error while no writeback has succeeded
+	// since: a writer that would wait for the budget gets it instead of
+	// waiting on a device that fails.
+	err error
+}
+
+// spacePerPage is the device space one buffered page may take: its block
+// and a share of the metadata that maps it (checksum, extent item, nodes).
+const spacePerPage = blockSize + blockSize/32
+
+func (w *wbState) init(s *Store, budget, bg int64) {
+	w.s = s
+	w.cond = sync.NewCond(&w.mu)
+	w.budget, w.bg = budget/blockSize, bg/blockSize
+	w.inodes = map[uint64]*inode{}
+	w.kick = make(chan struct{}, 1)
+}
+
+func (w *wbState) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reserve takes n pages of budget and space. With wait it waits while the
+// budget is spent (backpressure: the flusher is kicked and frees it);
+// without — for a caller holding inode locks or a transaction handle, who
+// must not wait on writeback or a commit — it may go over, and does not
+// commit to find space. ENOSPC if the device cannot hold the pages once written,
+// after a commit has made the space freed by earlier transactions
+// available.
+func (w *wbState) reserve(n int, wait bool) error {
+	w.mu.Lock()
+	for wait && w.pages > 0 && w.pages+int64(n) > w.budget {
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return err
+		}
+		w.wake()
+		w.cond.Wait()
+	}
+	if err := w.spaceLocked(n); err != nil {
+		w.mu.Unlock()
+		if !wait || w.s.e.Space().Pinned == 0 {
+			return err
+		}
+		// Space freed by transactions not yet durable comes back with a
+		// commit: make one, then look again.
+		if _, cerr := w.s.e.Commit(w.s.ctx); cerr != nil {
+			return cerr
+		}
+		w.mu.Lock()
+		if err := w.spaceLocked(n); err != nil {
+			w.mu.Unlock()
+			return err
+		}
+	}
+	w.pages += int64(n)
+	if w.pages > w.bg {
+		w.wake()
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// spaceLocked checks that n more pages fit on the device.
+func (w *wbState) spaceLocked(n int) error {
+	avail := w.s.e.Space().Available
+	if need := uint64(w.pages+int64(n)) * spacePerPage; need > avail {
+		return engine.ErrNoSpace
+	}
+	return nil
+}
+
+// unreserve gives back n pages.
+func (w *wbState) unreserve(n int) {
+	if n == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.pages -= int64(n)
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
+
+// setErr records the outcome of a writeback.
+func (w *wbState) setErr(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
+
+func (w *wbState) dirtyBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pages * blockSize
+}
+
+func (w *wbState) reservedBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pages * spacePerPage
+}
+
+// markDirty adds in to the dirty set, with a reference (in.mu held).
+func (w *wbState) markDirty(in *inode) {
+	w.mu.Lock()
+	_, ok := w.inodes[in.ino]
+	if !ok {
+		w.inodes[in.ino] = in
+	}
+	w.mu.Unlock()
+	if !ok {
+		w.s.itab.ref(in)
+	}
+}
+
+// markClean removes in from the dirty set and drops its reference (in.mu
+// held).
+func (w *wbState) markClean(in *inode) {
+	w.mu.Lock()
+	_, ok := w.inodes[in.ino]
+	delete(w.inodes, in.ino)
+	w.mu.Unlock()
+	if ok {
+		w.s.itab.put(in)
+	}
+}
+
+// dirtyInodes returns the inodes with dirty pages, oldest first.
+func (w *wbState) dirtyInodes() []*inode {
+	w.mu.Lock()
+	ins := make([]*inode, 0, len(w.inodes))
+	for _, in := range w.inodes {
+		ins = append(ins, in)
+	}
+	w.mu.Unlock()
+	since := make(map[*inode]time.Time, len(ins))
+	for _, in := range ins {
+		in.mu.Lock()
+		since[in] = in.pages.dirtySince
+		in.mu.Unlock()
+	}
+	slices.SortFunc(ins, func(a, b *inode) int { return since[a].Compare(since[b]) })
+	return ins
+}
