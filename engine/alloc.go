@@ -53,9 +53,39 @@ func (a *allocator) allocMeta(tid, length uint64, reserveOK bool) (uint64, error
 	return a.alloc(tid, length, &a.metaCursor, reserveOK)
 }
 
-// allocData allocates contiguous data space.
-func (a *allocator) allocData(tid, length uint64) (uint64, error) {
-	return a.alloc(tid, length, &a.dataCursor, false)
+// reserveData takes contiguous data space out of the free set without
+// recording it in any transaction's delta (useData does that).
+func (a *allocator) reserveData(length uint64) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.freeSet.total() < length+a.reserve {
+		return 0, fmt.Errorf("%w: %d bytes free, %d kept for deletes and commits", ErrNoSpace, a.freeSet.total(), a.reserve)
+	}
+	start, ok := a.freeSet.findFrom(a.dataCursor, length)
+	if !ok {
+		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
+	}
+	a.freeSet.remove(start, length)
+	a.dataCursor = start + length
+	return start, nil
+}
+
+// useData records reserved data space as allocated by tid.
+func (a *allocator) useData(tid, start, length uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := a.delta(tid)
+	d.allocs = append(d.allocs, extent{start, length})
+}
+
+// unreserveData returns reserved data space to the free set.
+func (a *allocator) unreserveData(start, length uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.freeSet.add(start, length) {
+		return fmt.Errorf("%w: data [%d, +%d) returned twice", ErrCorruption, start, length)
+	}
+	return nil
 }
 
 func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (uint64, error) {

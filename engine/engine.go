@@ -242,15 +242,30 @@ func (e *Engine) Close(ctx context.Context) error {
 	return err
 }
 
-// AllocData allocates length bytes (a multiple of SectorSize) of contiguous
-// data space in transaction tr, from the data cursor so file data stays
-// clustered apart from metadata. The caller must reference it from a tree
-// item in tr, or FreeData it.
-func (e *Engine) AllocData(tr *Trans, length uint64) (uint64, error) {
+// ReserveData takes length bytes (a positive multiple of SectorSize) of
+// contiguous data space out of the free space, from the data cursor so file
+// data stays clustered apart from metadata, without a transaction: no
+// commit records it until UseData does. Writeback reserves and writes its
+// data with no handle held, then references it in a transaction: a crash
+// before that loses nothing (the space was never recorded as used), and no
+// commit waits for the data I/O. The caller must UseData or UnreserveData
+// it.
+func (e *Engine) ReserveData(length uint64) (uint64, error) {
 	if length == 0 || length%SectorSize != 0 {
 		return 0, fmt.Errorf("engine: data allocation of %d bytes: not a positive multiple of %d", length, SectorSize)
 	}
-	return e.alloc.allocData(tr.id, length)
+	return e.alloc.reserveData(length)
+}
+
+// UseData records reserved data space as allocated in transaction tr, whose
+// items now reference it.
+func (e *Engine) UseData(tr *Trans, start, length uint64) {
+	e.alloc.useData(tr.id, start, length)
+}
+
+// UnreserveData gives reserved, unused data space back.
+func (e *Engine) UnreserveData(start, length uint64) error {
+	return e.alloc.unreserveData(start, length)
 }
 
 // FreeData frees data space in transaction tr; it is reusable once tr is

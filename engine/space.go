@@ -52,3 +52,11 @@ func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
 	tr.reserved = true
 	return tr, nil
 }
+
+// Abort makes the engine read-only because an operation failed halfway
+// through its changes: the running transaction holds half of it and must
+// never be committed (btrfs: transaction abort). The newest durable state
+// stays what it was. It returns the error every later call gets.
+func (e *Engine) Abort(err error) error {
+	return e.fail(fmt.Errorf("transaction aborted: %w", err))
+}

@@ -48,7 +48,7 @@ func (s *Store) Truncate(ino, size uint64) error {
 	return opErr("truncate", ino, err)
 }
 
-func (s *Store) setAttr(ino uint64, a SetAttr) (Attr, error) {
+func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
 	in, err := s.itab.get(ino)
 	if err != nil {
 		return Attr{}, err
@@ -74,11 +74,17 @@ func (s *Store) setAttr(ino uint64, a SetAttr) (Attr, error) {
 	if a.Size == nil || *a.Size >= in.size {
 		meta = s.opMeta
 	}
+	if a.Size != nil {
+		if err := s.growTailLocked(in, *a.Size); err != nil {
+			return Attr{}, err
+		}
+	}
 	tr, err := s.e.StartReserved(meta)
 	if err != nil {
 		return Attr{}, err
 	}
 	defer tr.End()
+	defer s.abortOnError(&err)
 	t := now()
 	if a.Size != nil {
 		if err := s.truncateLocked(tr, in, *a.Size); err != nil {

@@ -24,6 +24,8 @@ func ErrnoOf(err error) syscall.Errno {
 		return 0
 	case errors.As(err, &en):
 		return en
+	case errors.Is(err, engine.ErrCorruption):
+		return syscall.EIO
 	case errors.Is(err, engine.ErrNoSpace):
 		return syscall.ENOSPC
 	case errors.Is(err, engine.ErrReadOnly):
@@ -61,3 +63,12 @@ func (e *causeErr) Error() string { return e.errno.Error() + ": " + e.cause.Erro
 // Unwrap gives errors.Is both the errno (and through it fs.ErrNotExist and
 // friends) and the cause.
 func (e *causeErr) Unwrap() []error { return []error{e.errno, e.cause} }
+
+// abortOnError aborts the running transaction if *err is set: for the
+// deferred call of an operation that has started changing trees, whose
+// half-done change must never be committed.
+func (s *Store) abortOnError(err *error) {
+	if *err != nil {
+		*err = s.e.Abort(*err)
+	}
+}

@@ -108,7 +108,7 @@ func (s *Store) Mkdir(dir uint64, name string, perm uint32) (Attr, error) {
 	return a, opErr("mkdir", name, err)
 }
 
-func (s *Store) makeInode(dir uint64, name string, mode uint32) (Attr, error) {
+func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -132,6 +132,7 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (Attr, error) {
 		return Attr{}, err
 	}
 	defer tr.End()
+	defer s.abortOnError(&err)
 	ino := s.nextIno.Add(1) - 1
 	t := now()
 	in := &inode{ino: ino, nextIndex: 2}
@@ -171,7 +172,7 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 	return a, opErr("link", name, err)
 }
 
-func (s *Store) link(ino, dir uint64, name string) (Attr, error) {
+func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -206,6 +207,7 @@ func (s *Store) link(ino, dir uint64, name string) (Attr, error) {
 		return Attr{}, err
 	}
 	defer tr.End()
+	defer s.abortOnError(&err)
 	if err := s.addEntry(tr, d, name, ino, TypeFile); err != nil {
 		return Attr{}, err
 	}
@@ -311,6 +313,7 @@ func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *i
 		return true, err
 	}
 	defer tr.End()
+	defer s.abortOnError(&err)
 	if err := s.removeEntry(tr, d.ino, name, cur); err != nil {
 		return true, err
 	}

@@ -29,9 +29,9 @@ func freePage(p *page) {
 // pageState is an inode's range state (btrfs: the extent_io_tree of its
 // pages): which blocks are dirty — written by a client, not yet written
 // back — and which are under writeback — on their way to the device, still
-// what readers see until their extents are in the tree. A block is in at
-// most... both only when a client wrote it again during its writeback: the
-// dirty page is then the newer. Guarded by inode.mu.
+// what readers see until their extents are in the tree. A block is in both
+// maps only when a client wrote it again during its writeback: the dirty
+// page is then the newer. Guarded by inode.mu.
 type pageState struct {
 	dirty map[uint64]*page // block index → page
 	wb    map[uint64]*page

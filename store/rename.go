@@ -123,6 +123,7 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 		return true, err
 	}
 	defer tr.End()
+	defer s.abortOnError(&err)
 	t := now()
 	if victim != nil {
 		if err := s.removeEntry(tr, dd.ino, dstName, curDst); err != nil {

@@ -4,9 +4,10 @@ import "ustore/engine"
 
 // truncateLocked sets in's size (wbMu and mu held, tr running). Shrinking
 // drops the pages and extents past the new end and zeroes the rest of the
-// last block in memory; growing zeroes the old last block's tail first
-// (zeroTailLocked). Both sizes change at once: a truncate reaches the tree
-// with this operation's transaction, not with writeback.
+// last block in memory; growing needs the old last block's tail zeroed
+// first (growTailLocked, before the transaction starts). Both sizes change
+// at once: a truncate reaches the tree with this operation's transaction,
+// not with writeback.
 func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
 	switch {
 	case size < in.size:
@@ -26,15 +27,6 @@ func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
 		}
 		in.extMu.Unlock()
 		in.item.Nbytes -= min(freed, in.item.Nbytes)
-		if err != nil {
-			return err
-		}
-	case size > in.size && in.size%blockSize != 0:
-		if err := s.wb.reserve(1, false); err != nil {
-			return err
-		}
-		n, err := s.zeroTailLocked(in)
-		s.wb.unreserve(1 - n)
 		if err != nil {
 			return err
 		}
@@ -69,4 +61,20 @@ func (s *Store) dropPages(in *inode, first uint64) {
 			s.wb.markClean(in)
 		}
 	}
+}
+
+// growTailLocked prepares in to grow to size (mu held, before the
+// operation's transaction starts: it may fail with ENOSPC or EIO, and
+// must fail before any tree change): the old last block's tail is zeroed
+// in a dirty page.
+func (s *Store) growTailLocked(in *inode, size uint64) error {
+	if size <= in.size || in.size%blockSize == 0 {
+		return nil
+	}
+	if err := s.wb.reserve(1, false); err != nil {
+		return err
+	}
+	n, err := s.zeroTailLocked(in)
+	s.wb.unreserve(1 - n)
+	return err
 }

@@ -9,18 +9,17 @@ import (
 	"ustore/engine"
 )
 
-// Writeback turns an inode's dirty pages into extents: it allocates
+// Writeback turns an inode's dirty pages into extents: it reserves
 // contiguous runs of blocks, writes them through dev in batches, and then,
-// under the inode's extMu, replaces the old extents of those ranges with
-// the new ones and inserts their checksums — all in one transaction handle
-// per batch, so that a commit holds a batch's extents only with the data
-// already written (ordered mode: the commit's flush follows the data
-// writes, its superblock follows the flush). Old blocks are freed in the
-// same handle and reused only after that transaction is durable.
+// in one transaction handle per batch, replaces the old extents of those
+// ranges with the new ones and inserts their checksums. Ordered mode
+// follows: a batch's items enter a transaction only after its data writes
+// have completed, and that transaction's commit flushes before its
+// superblock. Old blocks are freed in the same handle and reused only
+// after that transaction is durable.
 
 // wbChunkBytes bounds one writeback batch: its device writes go out as one
-// submission, and its transaction handle is held for one batch only, so a
-// commit never waits long behind writeback.
+// submission, and the tree work that maps it is one short handle.
 const wbChunkBytes = 8 << 20
 
 // maxExtentBlocks is the longest extent: its checksum item (4 bytes a
@@ -119,7 +118,6 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 		}
 		batch := runs[:n]
 		runs = runs[n:]
-		last := len(runs) == 0
 		exts := make([]newExtent, len(batch))
 		for i, r := range batch {
 			exts[i] = newExtent{off: r.first * blockSize, length: r.count * blockSize}
@@ -132,7 +130,8 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 			}
 			exts[i].buf, exts[i].sums = buf, sums
 		}
-		if err := s.writeExtents(in, exts, last, size); err != nil {
+		lastRun := batch[len(batch)-1]
+		if err := s.writeExtents(in, exts, (lastRun.first+lastRun.count)*blockSize, size); err != nil {
 			return err
 		}
 	}
@@ -146,86 +145,106 @@ type newExtent struct {
 	buf, sums   []byte
 }
 
-// writeExtents allocates, writes and maps one batch of extents in one
-// transaction handle. The last batch of a writeback also advances the
-// size the tree holds to size.
-func (s *Store) writeExtents(in *inode, exts []newExtent, last bool, size uint64) error {
-	tr, err := s.e.StartReserved(0)
-	if err != nil {
-		return err
-	}
-	defer tr.End()
+// writeExtents reserves space for a batch of extents, writes them, and
+// maps them. The data I/O runs with no transaction handle and no inode lock
+// but wbMu: the space is only reserved until the handle that inserts the
+// extent items records it (engine.UseData), so a crash in between loses
+// nothing and no commit waits for the I/O. Then, in the lock order — the
+// inode's mu, its extMu, a transaction handle — the old extents of the
+// range go and the new ones and their checksums come in.
+//
+// Batches go in file order, and each advances the size the tree holds to
+// min(size, the batch's end): every dirty page below that end has been
+// written by then, so the tree's size always covers a written prefix, and
+// no extent lies past the tree's size but in its last block — a crash
+// between batches leaves no stale blocks beyond the end of the file for a
+// later extension to expose.
+func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64) error {
 	ios := make([]dev.IO, len(exts))
-	for i := range exts {
-		disk, err := s.e.AllocData(tr, exts[i].length)
-		if err != nil {
-			for _, x := range exts[:i] {
-				s.e.FreeData(tr, x.disk, x.length)
+	unreserve := func(xs []newExtent) {
+		for _, x := range xs {
+			if err := s.e.UnreserveData(x.disk, x.length); err != nil {
+				s.log.Error("writeback: returning reserved space", "err", err)
 			}
+		}
+	}
+	for i := range exts {
+		disk, err := s.e.ReserveData(exts[i].length)
+		if err != nil {
+			unreserve(exts[:i])
 			return err
 		}
 		exts[i].disk = disk
 		ios[i] = dev.IO{Off: int64(disk), Buf: exts[i].buf}
 	}
 	if err := s.dev.Write(ios); err != nil {
-		for _, x := range exts {
-			s.e.FreeData(tr, x.disk, x.length)
-		}
+		unreserve(exts)
 		return err
 	}
-	var added, freed uint64
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	in.extMu.Lock()
+	defer in.extMu.Unlock()
+	tr, err := s.e.StartReserved(0)
+	if err != nil {
+		unreserve(exts)
+		return err
+	}
+	defer tr.End()
+	for _, x := range exts {
+		s.e.UseData(tr, x.disk, x.length)
+	}
+	// From here a failure leaves half a change in the transaction.
+	var added, freed uint64
 	for _, x := range exts {
 		f, err := s.dropExtents(tr, in, x.off, x.off+x.length)
 		freed += f
 		if err != nil {
-			in.extMu.Unlock()
-			return err
+			return s.e.Abort(err)
 		}
 		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentRegular, DiskBytenr: x.disk, NumBytes: x.length}
 		if err := s.fs.InsertItem(tr, extentKey(in.ino, x.off), fe.Encode(nil)); err != nil {
-			in.extMu.Unlock()
-			return err
+			return s.e.Abort(err)
 		}
 		if err := s.csum.InsertItem(tr, csumKey(x.disk), x.sums); err != nil {
-			in.extMu.Unlock()
-			return err
+			return s.e.Abort(err)
 		}
 		added += x.length
 	}
-	in.extMu.Unlock()
 	s.stats.extentsWritten.Add(uint64(len(exts)))
-	in.mu.Lock()
-	defer in.mu.Unlock()
 	in.item.Nbytes = in.item.Nbytes + added - min(freed, in.item.Nbytes+added)
-	if last {
-		in.diskSize = size
+	in.diskSize = max(in.diskSize, min(size, batchEnd))
+	if err := s.writeItem(tr, in); err != nil {
+		return s.e.Abort(err)
 	}
-	return s.writeItem(tr, in)
+	return nil
 }
 
 // writeInline stores a small file's only block inside its extent item.
 func (s *Store) writeInline(in *inode, data []byte, size uint64) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.extMu.Lock()
+	defer in.extMu.Unlock()
 	tr, err := s.e.StartReserved(0)
 	if err != nil {
 		return err
 	}
 	defer tr.End()
-	in.extMu.Lock()
 	freed, err := s.dropExtents(tr, in, 0, blockSize)
 	if err == nil && len(data) > 0 {
 		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentInline, Data: data}
 		err = s.fs.InsertItem(tr, extentKey(in.ino, 0), fe.Encode(nil))
 	}
-	in.extMu.Unlock()
 	if err != nil {
-		return err
+		return s.e.Abort(err)
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
 	in.item.Nbytes = in.item.Nbytes + uint64(len(data)) - min(freed, in.item.Nbytes+uint64(len(data)))
 	in.diskSize = size
-	return s.writeItem(tr, in)
+	if err := s.writeItem(tr, in); err != nil {
+		return s.e.Abort(err)
+	}
+	return nil
 }
 
 var timeZero time.Time

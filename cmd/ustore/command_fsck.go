@@ -10,6 +10,7 @@ import (
 
 	"ustore/dev/devopen"
 	"ustore/engine"
+	"ustore/store"
 )
 
 // errFsck: fsck found problems (exit code 1, after the report).
@@ -23,7 +24,10 @@ func newFsckCommand() *cobra.Command {
 		Long: `Check every tree of a ustore filesystem at its newest durable superblock:
 key order within and across nodes, parent/child keys and generations,
 checksums, fill bounds, and that referenced space plus free space is the whole
-device with no block referenced twice. fsck changes nothing. It exits 0 when
+device with no block referenced twice; every file extent has its data
+checksums; and the namespace: every name is a matching directory item, index
+item and inode back-reference, link counts and directory sizes match the
+names, and extents add up to each file's byte count. fsck changes nothing. It exits 0 when
 the filesystem is clean and 1 when it found problems, which it prints.`,
 		Args: maxOneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,19 +44,20 @@ the filesystem is clean and 1 when it found problems, which it prints.`,
 				return err
 			}
 			defer d.Close()
-			e, err := engine.Mount(d, engine.Options{Logger: quietLogger()})
+			s, err := store.Open(d, store.Options{Logger: quietLogger()})
 			if err != nil {
 				return fmt.Errorf("mount %s: %w", path, err)
 			}
-			rep := engine.Check(e)
+			rep := engine.Check(s.Engine())
+			cerr := s.Check()
 			// Nothing ran, so closing writes nothing.
-			if err := e.Close(context.Background()); err != nil {
+			if err := s.Close(context.Background()); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s: %d trees, %d nodes, %d items; %d bytes referenced, %d free\n",
 				path, rep.Trees, rep.Nodes, rep.Items, rep.UsedBytes, rep.FreeBytes)
-			if err := rep.Err(); err != nil {
+			if err := cerr; err != nil {
 				fmt.Fprintf(out, "problems:\n%v\n", err)
 				return errFsck
 			}

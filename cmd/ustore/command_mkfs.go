@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ustore/dev/devopen"
-	"ustore/engine"
+	"ustore/store"
 )
 
 func newMkfsCommand() *cobra.Command {
@@ -47,7 +47,7 @@ extended. A block device keeps its own size. Everything on the device is lost.`,
 				return err
 			}
 			defer d.Close()
-			if err := engine.Mkfs(d, engine.MkfsOptions{NodeSize: int(ns)}); err != nil {
+			if err := store.Mkfs(d, store.MkfsOptions{NodeSize: int(ns)}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "formatted %s: %d bytes, node size %d, backend %s\n", path, d.Size(), ns, d.Backend())
