@@ -160,6 +160,9 @@ func (s *Store) Check() error {
 			if i.item.Nlink != uint32(i.names) {
 				add("inode %d: nlink %d, %d names", ino, i.item.Nlink, i.names)
 			}
+			if end := (i.item.Size + blockSize - 1) / blockSize * blockSize; i.lastExtentTo > end {
+				add("inode %d: extents reach %d, past its size %d", ino, i.lastExtentTo, i.item.Size)
+			}
 			if i.item.Nbytes != i.nbytes {
 				add("inode %d: nbytes %d, extents hold %d", ino, i.item.Nbytes, i.nbytes)
 			}

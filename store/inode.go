@@ -26,9 +26,18 @@ const (
 // buffered writes changed), its buffered data, and its locks.
 //
 // Lock order: Store.renameMu, then one victim's wbMu (an inode a namespace
-// operation may delete), then inodes' mu in ascending ino order, then
-// extMu, then tree locks. Writeback takes its inode's wbMu, then mu and
-// extMu one at a time, never both.
+// operation may delete), then inodes' mu in ascending ino order, then a
+// transaction handle (engine Start), then extMu, then tree locks. Writeback
+// holds wbMu across its data I/O and takes mu, extMu and then the handle
+// only to map the written data.
+//
+// The handle is a lock too: Start waits while a commit waits for the
+// running transaction's handles to end, so a handle holder must never wait
+// for a lock whose holder may be waiting in Start. Hence every mutation
+// takes its inode locks before its handle. extMu is the one lock taken
+// under a handle, and that is safe: a writer takes extMu only with the
+// inode's mu held, so no one waiting for it can be holding mu in Start,
+// and readers hold it without ever starting a transaction.
 type inode struct {
 	ino uint64
 	// refs counts users; the table evicts only unreferenced, clean inodes

@@ -150,7 +150,7 @@ type newExtent struct {
 // but wbMu: the space is only reserved until the handle that inserts the
 // extent items records it (engine.UseData), so a crash in between loses
 // nothing and no commit waits for the I/O. Then, in the lock order — the
-// inode's mu, its extMu, a transaction handle — the old extents of the
+// inode's mu, a transaction handle, its extMu — the old extents of the
 // range go and the new ones and their checksums come in.
 //
 // Batches go in file order, and each advances the size the tree holds to
@@ -183,14 +183,14 @@ func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.extMu.Lock()
-	defer in.extMu.Unlock()
 	tr, err := s.e.StartReserved(0)
 	if err != nil {
 		unreserve(exts)
 		return err
 	}
 	defer tr.End()
+	in.extMu.Lock()
+	defer in.extMu.Unlock()
 	for _, x := range exts {
 		s.e.UseData(tr, x.disk, x.length)
 	}
@@ -224,13 +224,13 @@ func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64)
 func (s *Store) writeInline(in *inode, data []byte, size uint64) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.extMu.Lock()
-	defer in.extMu.Unlock()
 	tr, err := s.e.StartReserved(0)
 	if err != nil {
 		return err
 	}
 	defer tr.End()
+	in.extMu.Lock()
+	defer in.extMu.Unlock()
 	freed, err := s.dropExtents(tr, in, 0, blockSize)
 	if err == nil && len(data) > 0 {
 		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentInline, Data: data}

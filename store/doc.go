@@ -1,0 +1,49 @@
+// Package store is the filesystem ustore serves: a namespace of directories
+// and files on the engine's fs tree, file data in checksummed extents,
+// buffered writes with writeback, and the durability calls (fsync, sync).
+// docs/FORMAT.md draws its items; docs/design/store.md says why it is built
+// this way. The API is by inode number (as the protocol's requests), with
+// path helpers (Resolve, Put, Get) on top; errors are *fs.PathError
+// wrapping a syscall.Errno.
+//
+// Files, by concept: namespace.go and rename.go (names), dir.go (the three
+// items of a name), attr.go (stat, setattr, statfs, readdir), io.go (write,
+// read), pages.go (buffered pages), writeback.go and flusher.go (dirty data
+// to extents; the budget), extents.go and csum.go (extent and checksum
+// items), truncate.go, fsync.go (the durability decision), itable.go (inodes
+// in memory), check.go (fsck), store.go (mount and unmount), path.go.
+//
+// # Invariants
+//
+//  1. Every name is three items that agree: DIR_ITEM (dir, hash) and
+//     DIR_INDEX (dir, index) in the directory, INODE_REF (child, dir) in the
+//     child; a directory has exactly one name, its nlink is 2 + its
+//     subdirectories, its size its number of entries; a file's nlink is its
+//     number of names. (Check)
+//  2. A namespace operation is one transaction handle, taken after every
+//     check that can fail: a commit holds all of it or none. A failure after
+//     its first tree change aborts the transaction (engine.Abort), so half
+//     an operation is never committed. (abortOnError)
+//  3. Ordered data: an extent item enters a transaction only after its data
+//     write has completed; the commit's flush precedes its superblock. The
+//     tree's size of a file covers only data written for it: writeback
+//     advances it batch by batch, over a prefix whose dirty pages are all
+//     written. (writeExtents)
+//  4. A data block belongs to one extent and has one checksum; a block
+//     whose checksum does not match is never returned: the read fails with
+//     EIO and the mismatch is logged with inode, offset and block.
+//     (readBlocks, Check)
+//  5. Every byte of a buffered page past the file's size is zero, and
+//     before a file grows past an unaligned end the old last block's tail is
+//     zeroed in a dirty page: bytes a truncate cut off never come back.
+//     (truncateLocked, zeroTailLocked, fillPage)
+//  6. Buffered pages are bounded: each holds one unit of the dirty budget
+//     and one of device space, taken before it exists; a writer past the
+//     budget waits for writeback, and a write the device could not hold
+//     fails with ENOSPC when it is made, not at writeback. (wbState)
+//  7. Lock order: renameMu → a victim's wbMu → inodes' mu by ascending ino
+//     → transaction handle → extMu → tree locks; see inode's comment for
+//     why a handle holder never waits on an inode lock. (inode)
+//  8. fsync's "already durable?" is one atomic load of the inode's last
+//     transaction and one of the commit sequence: no lock. (fsync)
+package store
