@@ -49,7 +49,10 @@ func (s *Store) Truncate(ino, size uint64) error {
 }
 
 func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
-	in, err := s.itab.get(ino)
+	if err := s.makeRoom(); err != nil {
+		return Attr{}, err
+	}
+	in, err := s.getLive(ino)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -79,7 +82,7 @@ func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
 			return Attr{}, err
 		}
 	}
-	tr, err := s.e.StartReserved(meta)
+	tr, err := s.startMeta(meta)
 	if err != nil {
 		return Attr{}, err
 	}

@@ -27,14 +27,15 @@ func (s *Store) flusher() {
 }
 
 // flushOnce writes back what is too old and, past the background
-// threshold, the oldest inodes until under it.
+// threshold or while a writer waits for the budget, the oldest inodes
+// until under it.
 func (s *Store) flushOnce() {
 	expired := time.Now().Add(-s.opts.DirtyExpire)
 	for _, in := range s.wb.dirtyInodes() {
 		in.mu.Lock()
 		since := in.pages.dirtySince
 		in.mu.Unlock()
-		over := s.wb.dirtyBytes() > s.opts.DirtyBackgroundBytes
+		over := s.wb.dirtyBytes() > s.opts.DirtyBackgroundBytes || s.wb.waiting()
 		if !over && (since.IsZero() || since.After(expired)) {
 			continue
 		}

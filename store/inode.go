@@ -40,6 +40,7 @@ const (
 // and readers hold it without ever starting a transaction.
 type inode struct {
 	ino uint64
+	dir bool // a directory: fixed at creation
 	// refs counts users; the table evicts only unreferenced, clean inodes
 	// (guarded by the table shard's mutex).
 	refs int
@@ -67,12 +68,17 @@ type inode struct {
 	// deleted: the inode's last name is gone and its items are deleted.
 	deleted bool
 
+	// buffered: the inode has buffered pages (it is in the dirty set).
+	// Set and cleared under mu; read without a lock by fsync's fast path.
+	buffered atomic.Bool
+
 	// lastTrans is the transaction of the inode's last change in the tree
 	// (btrfs: last_trans). fsync reads it without a lock.
 	lastTrans atomic.Uint64
 }
 
-func (in *inode) isDir() bool { return in.item.Mode&ModeType == ModeDir }
+// isDir reads the file type, which never changes: no lock.
+func (in *inode) isDir() bool { return in.dir }
 
 func dtype(mode uint32) uint8 {
 	if mode&ModeType == ModeDir {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 	"syscall"
 
 	"ustore/dev"
@@ -26,10 +27,12 @@ func (s *Store) Write(ino, off uint64, data []byte) (int, error) {
 }
 
 func (s *Store) write(ino, off uint64, data []byte) (int, error) {
-	if off > MaxFileSize || uint64(len(data)) > MaxFileSize-off {
+	if len(data) > 0 && off >= MaxFileSize {
 		return 0, syscall.EFBIG
 	}
-	in, err := s.itab.get(ino)
+	// A write that would cross the limit is short (POSIX, Linux).
+	data = data[:min(uint64(len(data)), MaxFileSize-min(off, MaxFileSize))]
+	in, err := s.getLive(ino)
 	if err != nil {
 		return 0, err
 	}
@@ -165,7 +168,7 @@ func (s *Store) Read(ino, off uint64, buf []byte) (int, error) {
 }
 
 func (s *Store) read(ino, off uint64, buf []byte) (int, error) {
-	in, err := s.itab.get(ino)
+	in, err := s.getLive(ino)
 	if err != nil {
 		return 0, err
 	}
@@ -210,13 +213,15 @@ func (s *Store) read(ino, off uint64, buf []byte) (int, error) {
 	for _, r := range missing {
 		for r.count > 0 {
 			c := min(r.count, readChunkBlocks)
-			tmp := dev.AlignedBuffer(int(c) * blockSize)
+			tmp, staging := readStagingBuffer(int(c) * blockSize)
 			if err := s.readBlocks(in, r.first, c, tmp); err != nil {
+				putReadStaging(staging)
 				return 0, err
 			}
 			bs := r.first * blockSize
 			lo, hi := max(off, bs), min(end, bs+c*blockSize)
 			copy(buf[lo-off:hi-off], tmp[lo-bs:hi-bs])
+			putReadStaging(staging)
 			r.first += c
 			r.count -= c
 		}
@@ -226,6 +231,29 @@ func (s *Store) read(ino, off uint64, buf []byte) (int, error) {
 
 // readChunkBlocks bounds one device read of a file read (4 MiB).
 const readChunkBlocks = 1024
+
+// readStaging recycles the aligned buffers of large device reads (a
+// fresh 1 MiB buffer costs its allocation and zeroing on every read).
+var readStaging = sync.Pool{New: func() any {
+	b := dev.AlignedBuffer(readChunkBlocks * blockSize)
+	return &b
+}}
+
+// readStagingBuffer returns an aligned buffer of n bytes: from the pool
+// (returned with putReadStaging) past 64 KiB, freshly allocated below.
+func readStagingBuffer(n int) ([]byte, *[]byte) {
+	if n <= 64<<10 {
+		return dev.AlignedBuffer(n), nil
+	}
+	b := readStaging.Get().(*[]byte)
+	return (*b)[:n], b
+}
+
+func putReadStaging(b *[]byte) {
+	if b != nil {
+		readStaging.Put(b)
+	}
+}
 
 // readBlocks fills dst (count blocks, aligned) with blocks [first,
 // first+count) of in from its extents — zeros for holes — and checks every

@@ -17,6 +17,9 @@ type inodeTable struct {
 	s      *Store
 	shards [inodeShards]inodeShard
 	max    int
+	// fast mirrors the shards' maps for lookups that take no lock and no
+	// reference: fsync's already-durable check (peek).
+	fast sync.Map // ino → *inode
 }
 
 const inodeShards = 64
@@ -51,9 +54,10 @@ func (t *inodeTable) get(ino uint64) (*inode, error) {
 	}
 	in.refs = 1
 	if len(sh.m) >= t.max {
-		sh.evictLocked(len(sh.m) - t.max + 1)
+		t.evictLocked(sh, len(sh.m)-t.max+1)
 	}
 	sh.m[ino] = in
+	t.fast.Store(ino, in)
 	return in, nil
 }
 
@@ -63,6 +67,7 @@ func (t *inodeTable) add(in *inode) {
 	sh.mu.Lock()
 	in.refs = 1
 	sh.m[in.ino] = in
+	t.fast.Store(in.ino, in)
 	sh.mu.Unlock()
 }
 
@@ -74,8 +79,17 @@ func (t *inodeTable) put(in *inode) {
 	sh.mu.Unlock()
 }
 
-// evictLocked drops up to n clean, unreferenced inodes of the shard.
-func (sh *inodeShard) evictLocked(n int) {
+// peek returns inode ino if it is in memory, taking no lock and no
+// reference: the caller may only read its atomics.
+func (t *inodeTable) peek(ino uint64) *inode {
+	if v, ok := t.fast.Load(ino); ok {
+		return v.(*inode)
+	}
+	return nil
+}
+
+// evictLocked drops up to n clean, unreferenced inodes of shard sh.
+func (t *inodeTable) evictLocked(sh *inodeShard, n int) {
 	for ino, in := range sh.m {
 		if n <= 0 {
 			return
@@ -85,6 +99,7 @@ func (sh *inodeShard) evictLocked(n int) {
 			continue
 		}
 		delete(sh.m, ino)
+		t.fast.Delete(ino)
 		n--
 	}
 }
@@ -117,6 +132,7 @@ func (t *inodeTable) clear() {
 		sh.m = map[uint64]*inode{}
 		sh.mu.Unlock()
 	}
+	t.fast.Clear()
 }
 
 // loadInode reads inode ino's item (and a directory's next index).
@@ -132,7 +148,7 @@ func (s *Store) loadInode(ino uint64) (*inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &inode{ino: ino, item: item, size: item.Size, diskSize: item.Size}
+	in := &inode{ino: ino, dir: item.Mode&ModeType == ModeDir, item: item, size: item.Size, diskSize: item.Size}
 	in.pages.init()
 	in.lastTrans.Store(item.Transid)
 	if in.isDir() {

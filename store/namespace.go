@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"syscall"
 
@@ -28,6 +29,32 @@ func (s *Store) writeItem(tr *engine.Trans, in *inode) error {
 	return nil
 }
 
+// startMeta starts the handle of an operation that may need meta bytes of
+// new tree nodes (engine.StartReserved), refusing it with ENOSPC unless that
+// much is available beyond the space promised to buffered data: an
+// operation must not take the room the writeback of accepted writes needs.
+func (s *Store) startMeta(meta uint64) (*engine.Trans, error) {
+	if meta > 0 {
+		if avail, promised := s.e.Space().Available, uint64(s.wb.reservedBytes()); avail < promised+meta {
+			return nil, fmt.Errorf("%w: %d bytes available, %d promised to buffered data, the operation may need %d",
+				engine.ErrNoSpace, avail, promised, meta)
+		}
+	}
+	return s.e.StartReserved(meta)
+}
+
+// makeRoom commits when startMeta would refuse an operation and a commit
+// would unpin space that earlier transactions freed (an unlink's). Called
+// before any inode lock is taken: a commit waits for every handle.
+func (s *Store) makeRoom() error {
+	sp := s.e.Space()
+	if sp.Pinned == 0 || sp.Available >= s.opMeta+uint64(s.wb.reservedBytes()) {
+		return nil
+	}
+	_, err := s.e.Commit(s.ctx)
+	return err
+}
+
 // lockAll locks the inodes' mu in ascending ino order (each once).
 func lockAll(ins ...*inode) func() {
 	sorted := slices.Clone(ins)
@@ -51,9 +78,27 @@ func lockAll(ins ...*inode) func() {
 	}
 }
 
+// getLive returns inode ino with a reference; ENOENT if it is deleted. A
+// deleted inode may stay in the table until evicted: it must answer as one
+// not there (as it does once evicted), before any check of its type.
+func (s *Store) getLive(ino uint64) (*inode, error) {
+	in, err := s.itab.get(ino)
+	if err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	deleted := in.deleted
+	in.mu.Unlock()
+	if deleted {
+		s.itab.put(in)
+		return nil, syscall.ENOENT
+	}
+	return in, nil
+}
+
 // getDir returns directory ino with a reference: ENOTDIR if it is not one.
 func (s *Store) getDir(ino uint64) (*inode, error) {
-	in, err := s.itab.get(ino)
+	in, err := s.getLive(ino)
 	if err != nil {
 		return nil, err
 	}
@@ -78,21 +123,21 @@ func (s *Store) lookup(dir uint64, name string) (Attr, error) {
 	if err != nil {
 		return Attr{}, err
 	}
-	d.mu.Lock()
-	deleted := d.deleted
-	var e engine.DirEntry
-	if !deleted {
-		e, err = s.findEntry(dir, name)
+	defer s.itab.put(d)
+	// The child may go between finding the name and the stat (a rename
+	// over the name, an unlink): the name then names another inode, or
+	// none. Look again rather than fail a name that exists throughout.
+	for prev := uint64(0); ; {
+		e, err := s.findEntryLocked(d, name)
+		if err != nil {
+			return Attr{}, err
+		}
+		a, err := s.stat(e.Child)
+		if !errors.Is(err, syscall.ENOENT) || e.Child == prev {
+			return a, err
+		}
+		prev = e.Child
 	}
-	d.mu.Unlock()
-	s.itab.put(d)
-	if deleted {
-		return Attr{}, syscall.ENOENT
-	}
-	if err != nil {
-		return Attr{}, err
-	}
-	return s.stat(e.Child)
 }
 
 // Create makes a regular file name in dir with permission bits perm;
@@ -112,6 +157,9 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err err
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
+	if err := s.makeRoom(); err != nil {
+		return Attr{}, err
+	}
 	d, err := s.getDir(dir)
 	if err != nil {
 		return Attr{}, err
@@ -127,7 +175,7 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err err
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return Attr{}, err
 	}
-	tr, err := s.e.StartReserved(s.opMeta)
+	tr, err := s.startMeta(s.opMeta)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -135,7 +183,7 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err err
 	defer s.abortOnError(&err)
 	ino := s.nextIno.Add(1) - 1
 	t := now()
-	in := &inode{ino: ino, nextIndex: 2}
+	in := &inode{ino: ino, dir: mode&ModeType == ModeDir, nextIndex: 2}
 	in.pages.init()
 	in.item = engine.InodeItem{Generation: tr.ID(), Transid: tr.ID(), Mode: mode, Nlink: 1,
 		UID: s.uid, GID: s.gid, Atime: t, Mtime: t, Ctime: t, Otime: t}
@@ -176,12 +224,15 @@ func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
+	if err := s.makeRoom(); err != nil {
+		return Attr{}, err
+	}
 	d, err := s.getDir(dir)
 	if err != nil {
 		return Attr{}, err
 	}
 	defer s.itab.put(d)
-	in, err := s.itab.get(ino)
+	in, err := s.getLive(ino)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -202,7 +253,7 @@ func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return Attr{}, err
 	}
-	tr, err := s.e.StartReserved(s.opMeta)
+	tr, err := s.startMeta(s.opMeta)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -243,6 +294,11 @@ func (s *Store) Rmdir(dir uint64, name string) error {
 
 func (s *Store) remove(dir uint64, name string, wantDir bool) error {
 	if err := checkName(name); err != nil {
+		return err
+	}
+	// A remove may use the reserve for its nodes; many in one transaction
+	// on a full device would exhaust it. Commit first when space is short.
+	if err := s.makeRoom(); err != nil {
 		return err
 	}
 	d, err := s.getDir(dir)

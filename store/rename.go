@@ -29,6 +29,9 @@ func (s *Store) rename(srcDir uint64, srcName string, dstDir uint64, dstName str
 	if err := checkName(dstName); err != nil {
 		return err
 	}
+	if err := s.makeRoom(); err != nil {
+		return err
+	}
 	s.renameMu.Lock()
 	defer s.renameMu.Unlock()
 	sd, err := s.getDir(srcDir)
@@ -69,10 +72,11 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 		return true, err
 	}
 	defer s.itab.put(src)
+	// The walk up from dstDir fails on a deleted dstDir (it has no
+	// parent): its error counts only once dstDir is known to be there.
+	var under error
 	if src.isDir() {
-		if err := s.checkNotUnder(dd.ino, src.ino); err != nil {
-			return true, err
-		}
+		under = s.checkNotUnder(dd.ino, src.ino)
 	}
 	var victim *inode
 	locks := []*inode{sd, dd, src}
@@ -90,6 +94,9 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	defer unlock()
 	if sd.deleted || dd.deleted {
 		return true, syscall.ENOENT
+	}
+	if under != nil {
+		return true, under
 	}
 	cur, err := s.findEntry(sd.ino, srcName)
 	if err != nil {
@@ -118,7 +125,7 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 			}
 		}
 	}
-	tr, err := s.e.StartReserved(s.opMeta)
+	tr, err := s.startMeta(s.opMeta)
 	if err != nil {
 		return true, err
 	}

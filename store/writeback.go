@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ustore/dev"
@@ -110,18 +112,30 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 		}
 		runs = append(runs, run{b, 1})
 	}
+	// Batches of at most wbChunkBytes, in file order.
+	var batches [][]run
 	for len(runs) > 0 {
 		n, bytes := 0, uint64(0)
 		for n < len(runs) && (n == 0 || bytes+runs[n].count*blockSize <= wbChunkBytes) {
 			bytes += runs[n].count * blockSize
 			n++
 		}
-		batch := runs[:n]
+		batches = append(batches, runs[:n])
 		runs = runs[n:]
+	}
+	// prepare copies a batch's pages into a staging buffer and checksums them.
+	prepare := func(batch []run) ([]newExtent, *[]byte) {
+		bytes := uint64(0)
+		for _, r := range batch {
+			bytes += r.count * blockSize
+		}
+		staging := getStaging(bytes)
 		exts := make([]newExtent, len(batch))
+		at := uint64(0)
 		for i, r := range batch {
 			exts[i] = newExtent{off: r.first * blockSize, length: r.count * blockSize}
-			buf := dev.AlignedBuffer(int(exts[i].length))
+			buf := (*staging)[at : at+exts[i].length : at+exts[i].length]
+			at += exts[i].length
 			sums := make([]byte, r.count*engine.CsumSize)
 			for j := range r.count {
 				blk := buf[j*blockSize : (j+1)*blockSize]
@@ -130,12 +144,124 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 			}
 			exts[i].buf, exts[i].sums = buf, sums
 		}
-		lastRun := batch[len(batch)-1]
-		if err := s.writeExtents(in, exts, (lastRun.first+lastRun.count)*blockSize, size); err != nil {
+		return exts, staging
+	}
+	batchEnd := func(batch []run) uint64 {
+		r := batch[len(batch)-1]
+		return (r.first + r.count) * blockSize
+	}
+	if len(batches) == 1 {
+		exts, staging := prepare(batches[0])
+		defer putStaging(staging)
+		return s.writeBatch(in, exts, batchEnd(batches[0]), size)
+	}
+	// Several batches: one goroutine writes and maps them in file order,
+	// as writeExtents requires, while this one copies and checksums the
+	// next ones, so that the copies and checksums overlap the device
+	// writes instead of alternating with them.
+	type prepared struct {
+		exts    []newExtent
+		end     uint64
+		staging *[]byte
+	}
+	queue := make(chan prepared, wbPrepareAhead)
+	done := make(chan error, 1)
+	var failed atomic.Bool
+	go func() {
+		var err error
+		for p := range queue {
+			if err == nil {
+				if err = s.writeBatch(in, p.exts, p.end, size); err != nil {
+					failed.Store(true)
+				}
+			}
+			putStaging(p.staging)
+		}
+		done <- err
+	}()
+	for _, batch := range batches {
+		if failed.Load() {
+			break
+		}
+		exts, staging := prepare(batch)
+		queue <- prepared{exts, batchEnd(batch), staging}
+	}
+	close(queue)
+	return <-done
+}
+
+// wbPrepareAhead is how many prepared batches may wait for the device
+// behind the one being written.
+const wbPrepareAhead = 1
+
+// wbStaging recycles the staging buffers of writeback batches
+// (wbChunkBytes, aligned): writeback allocates no data memory per batch.
+var wbStaging = sync.Pool{New: func() any {
+	b := dev.AlignedBuffer(wbChunkBytes)
+	return &b
+}}
+
+func getStaging(n uint64) *[]byte {
+	if n > wbChunkBytes {
+		b := dev.AlignedBuffer(int(n))
+		return &b
+	}
+	return wbStaging.Get().(*[]byte)
+}
+
+func putStaging(b *[]byte) {
+	if cap(*b) == wbChunkBytes {
+		wbStaging.Put(b)
+	}
+}
+
+// writeBatch writes and maps one batch (writeExtents), retrying with
+// shorter extents when free space is too fragmented for them.
+func (s *Store) writeBatch(in *inode, exts []newExtent, end, size uint64) error {
+	committed := false
+	for {
+		err := s.writeExtents(in, exts, end, size)
+		if err == nil {
+			return nil
+		}
+		// The space was reserved at write time, but some of it may be
+		// pinned — freed by transactions not yet durable (nodes that CoW
+		// replaced) — until a commit: make one, once (only wbMu is held,
+		// and no handle holder waits for it). Free space may also lie in
+		// holes shorter than the extents: split them, down to single
+		// blocks, and try again.
+		var split bool
+		if errors.Is(err, engine.ErrNoSpace) && !errors.Is(err, engine.ErrReadOnly) {
+			if !committed && s.e.Space().Pinned > 0 {
+				committed = true
+				if _, cerr := s.e.Commit(s.ctx); cerr != nil {
+					return cerr
+				}
+				continue
+			}
+			exts, split = halveExtents(exts)
+		}
+		if !split {
 			return err
 		}
 	}
-	return nil
+}
+
+// halveExtents splits every extent longer than a block in two (block
+// aligned), and reports whether it split any.
+func halveExtents(xs []newExtent) ([]newExtent, bool) {
+	out := make([]newExtent, 0, 2*len(xs))
+	for _, x := range xs {
+		if x.length <= blockSize {
+			out = append(out, x)
+			continue
+		}
+		h := x.length / blockSize / 2 * blockSize
+		hs := h / blockSize * engine.CsumSize
+		out = append(out, newExtent{off: x.off, length: h, buf: x.buf[:h], sums: x.sums[:hs]},
+			newExtent{off: x.off + h, length: x.length - h, buf: x.buf[h:], sums: x.sums[hs:]})
+	}
+	return out, len(out) > len(xs)
 }
 
 // newExtent is one run of blocks on its way to the device.
@@ -266,6 +392,10 @@ type wbState struct {
 	bg     int64 // pages: background writeback starts past it
 	inodes map[uint64]*inode
 	kick   chan struct{}
+	// waiters counts writers waiting in reserve for the budget: the
+	// flusher writes back for them whatever the background threshold (a
+	// writer may need more than the budget above it).
+	waiters int
 	// err is the last writeback's error while no writeback has succeeded
 	// since: a writer that would wait for the budget gets it instead of
 	// waiting on a device that fails.
@@ -306,8 +436,10 @@ func (w *wbState) reserve(n int, wait bool) error {
 			w.mu.Unlock()
 			return err
 		}
+		w.waiters++
 		w.wake()
 		w.cond.Wait()
+		w.waiters--
 	}
 	if err := w.spaceLocked(n); err != nil {
 		w.mu.Unlock()
@@ -361,6 +493,13 @@ func (w *wbState) setErr(err error) {
 	w.cond.Broadcast()
 }
 
+// waiting reports whether a writer waits for the budget.
+func (w *wbState) waiting() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.waiters > 0
+}
+
 func (w *wbState) dirtyBytes() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -375,6 +514,7 @@ func (w *wbState) reservedBytes() int64 {
 
 // markDirty adds in to the dirty set, with a reference (in.mu held).
 func (w *wbState) markDirty(in *inode) {
+	in.buffered.Store(true)
 	w.mu.Lock()
 	_, ok := w.inodes[in.ino]
 	if !ok {
@@ -389,6 +529,7 @@ func (w *wbState) markDirty(in *inode) {
 // markClean removes in from the dirty set and drops its reference (in.mu
 // held).
 func (w *wbState) markClean(in *inode) {
+	in.buffered.Store(false)
 	w.mu.Lock()
 	_, ok := w.inodes[in.ino]
 	delete(w.inodes, in.ino)
