@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 //
 // An error leaves the previous superblock the newest durable one and the
 // engine read-only.
-func (e *Engine) commit(tid uint64) error {
+func (e *Engine) commit(ctx context.Context, tid uint64) error {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if err := e.failure(); err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -198,7 +199,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	e.j, err = journal.Open(journal.Options{
 		CommitInterval: opts.CommitInterval,
 		DirtyBytesMax:  opts.DirtyBytesMax,
-		Commit:         func(t journal.Transid) error { return e.commit(uint64(t)) },
+		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
 		Committed:      func(t journal.Transid) { e.committed(uint64(t)) },
 		Logger:         log,
 		FirstTransid:   journal.Transid(sb.Generation + 1),

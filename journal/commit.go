@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"time"
 )
 
@@ -63,7 +64,11 @@ func (j *Journal) beginCommit(t *transaction) {
 // otherwise.
 func (j *Journal) commit(t *transaction) {
 	began := time.Now()
-	err := j.opts.Commit(t.transid)
+	ctx := t.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err := j.opts.Commit(ctx, t.transid)
 	if err != nil {
 		j.fail(t, err)
 		return

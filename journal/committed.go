@@ -74,6 +74,7 @@ func (j *Journal) CommitNow(ctx context.Context) (Transid, error) {
 		target = j.running.transid
 		if j.running.reason == reasonNone {
 			j.running.reason = reasonExplicit
+			j.running.ctx = context.WithoutCancel(ctx)
 		}
 		kick = true
 	case j.committing != nil:

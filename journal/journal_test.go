@@ -23,7 +23,7 @@ type recorder struct {
 	commitHook func(t Transid) error
 }
 
-func (r *recorder) commit(t Transid) error {
+func (r *recorder) commit(_ context.Context, t Transid) error {
 	r.mu.Lock()
 	r.commits = append(r.commits, t)
 	hook := r.commitHook
@@ -115,7 +115,7 @@ func mustStart(t testing.TB, j *Journal) *Handle {
 }
 
 func TestOpen_Options_Invalid(t *testing.T) {
-	commit := func(Transid) error { return nil }
+	commit := func(context.Context, Transid) error { return nil }
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -135,7 +135,7 @@ func TestOpen_Options_Invalid(t *testing.T) {
 }
 
 func TestOpen_Options_Defaults(t *testing.T) {
-	o, err := Options{Commit: func(Transid) error { return nil }}.resolve()
+	o, err := Options{Commit: func(context.Context, Transid) error { return nil }}.resolve()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -20,7 +21,7 @@ type Options struct {
 	// t+1 may already run. It must not wait for a commit (CommitNow,
 	// WaitCommitted on t or later): it is the commit. An error makes the
 	// journal fail (see ErrFailed). Required.
-	Commit func(t Transid) error
+	Commit func(ctx context.Context, t Transid) error
 	// Committed, when set, is called on the committer goroutine after
 	// commitSeq has been published for t and before WaitCommitted and
 	// CommitNow callers waiting for t wake: the engine releases t's pinned

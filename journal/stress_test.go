@@ -31,7 +31,7 @@ func TestJournal_Concurrent_StartEndCommit(t *testing.T) {
 	j, _ := openTest(t, Options{
 		CommitInterval: 2 * time.Millisecond,
 		DirtyBytesMax:  50_000,
-		Commit: func(tid Transid) error {
+		Commit: func(_ context.Context, tid Transid) error {
 			if inCommit.Add(1) != 1 {
 				t.Errorf("two commits at once (%d)", tid)
 			}

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -92,6 +93,11 @@ type transaction struct {
 	reason commitReason
 	// timer fires CommitInterval after began (the interval trigger).
 	timer *time.Timer
+	// ctx is the context of the first CommitNow that asked for this
+	// commit, without its cancellation: Options.Commit gets its values —
+	// the caller's trace span, so that a commit an fsync forced shows up
+	// under that fsync. nil for the other triggers.
+	ctx context.Context
 }
 
 // newTransaction creates the running transaction, with the next id, for the
