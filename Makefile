@@ -3,7 +3,7 @@ GO        ?= go
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 20s
 
-.PHONY: all build test race lint fmt-check check invariants fuzz bench run clean
+.PHONY: all build test race lint fmt-check check invariants fuzz bench run clean jaeger
 
 all: build
 
@@ -38,6 +38,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckIO$$' -fuzztime $(FUZZTIME) ./dev
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBytes$$' -fuzztime $(FUZZTIME) ./cmd/ustore
 	$(GO) test -run '^$$' -fuzz '^FuzzExtentBuffer_Verify$$' -fuzztime $(FUZZTIME) ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./proto
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./proto
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeReply$$' -fuzztime $(FUZZTIME) ./proto
 
 ## bench: the ring against fio and a pread pool, one table (takes ~25 min)
 bench:
@@ -46,6 +49,16 @@ bench:
 ## run: the main job on a default file (for now the ring benchmark)
 run: build
 	./ustore bench ring
+
+## jaeger: bin/jaeger, the trace store the tracing tests export to, built from
+## the version tools/go.mod pins (a cold build takes minutes and ~2.3 GB of
+## memory; skipped while bin/jaeger is newer than tools/go.mod and go.sum)
+jaeger: bin/jaeger
+
+bin/jaeger: tools/go.mod tools/go.sum
+	mkdir -p bin
+	$(GO) -C tools build -o ../bin/jaeger.tmp github.com/jaegertracing/jaeger/cmd/jaeger
+	mv bin/jaeger.tmp bin/jaeger
 
 clean:
 	rm -f ustore
