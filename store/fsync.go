@@ -1,6 +1,13 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"ustore/trace"
+)
 
 // Fsync makes file ino durable: its data, its attributes and — for a new
 // file — its name. datasync (fdatasync) may skip attributes that reading
@@ -26,20 +33,53 @@ func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
 		s.stats.fsyncCommitted.Add(1)
 		return nil
 	}
+	start := time.Now()
+	ctx, span := trace.Start(ctx, "store.fsync", trace.Ino(ino), attribute.Bool("datasync", datasync))
+	defer span.End()
+	err := s.fsyncSlow(ctx, ino, span)
+	if err != nil {
+		span.RecordError(err)
+	}
+	trace.RecordFsync(time.Since(start))
+	return err
+}
+
+// fsyncSlow is fsync past the fast path: write back, then commit unless
+// the inode's last change is already committed.
+func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) error {
 	in, err := s.itab.get(ino)
 	if err != nil {
 		return err
 	}
 	defer s.itab.put(in)
-	if err := s.writebackInode(in); err != nil {
+	if err := s.writeData(ctx, in); err != nil {
 		return err
 	}
 	if s.e.Committed(in.lastTrans.Load()) {
 		s.stats.fsyncCommitted.Add(1)
+		span.SetAttributes(attribute.String("outcome", "committed"))
 		return nil
 	}
 	s.stats.fsyncCommit.Add(1)
+	span.SetAttributes(attribute.String("outcome", "commit"), trace.Transid(in.lastTrans.Load()))
 	_, err = s.e.Commit(ctx)
+	return err
+}
+
+// writeData writes back in's dirty pages under a write_data span (ordered
+// mode: the data is on the device before the commit that maps it starts).
+func (s *Store) writeData(ctx context.Context, in *inode) error {
+	if !in.buffered.Load() {
+		return nil
+	}
+	_, span := trace.Start(ctx, "write_data", trace.Ino(in.ino))
+	defer span.End()
+	before := s.stats.writebackBlocks.Load()
+	err := s.writebackInode(in)
+	span.SetAttributes(trace.Bytes(int64(s.stats.writebackBlocks.Load()-before) * blockSize))
+	if err != nil {
+		span.RecordError(err)
+	}
 	return err
 }
 
@@ -50,16 +90,19 @@ func (s *Store) Sync(ctx context.Context) error {
 }
 
 func (s *Store) sync(ctx context.Context) error {
+	ctx, span := trace.Start(ctx, "store.sync")
+	defer span.End()
 	var first error
 	for _, in := range s.wb.dirtyInodes() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := s.writebackInode(in); err != nil && first == nil {
+		if err := s.writeData(ctx, in); err != nil && first == nil {
 			first = err
 		}
 	}
 	if first != nil {
+		span.RecordError(first)
 		return first
 	}
 	_, err := s.e.Commit(ctx)
