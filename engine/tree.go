@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"ustore/lock"
+	"ustore/trace"
 )
 
 // Tree is one B-tree: its id, its root node and the lock that guards the
@@ -46,6 +48,8 @@ func newTree(e *Engine, id uint64) *Tree {
 	t.rootLock.Init(t.rootClass, id)
 	for l := range t.classes {
 		t.classes[l] = lock.NewClass(fmt.Sprintf("tree%d.level%d", id, l), lockKindNode)
+		name, level := treeName(id), l
+		t.classes[l].Observe(func(d time.Duration) { trace.RecordLockWait(name, level, d) })
 	}
 	return t
 }
@@ -95,4 +99,19 @@ func (t *Tree) forgetRootsBefore(gen uint64) {
 		}
 	}
 	t.prevMu.Unlock()
+}
+
+// treeName labels a tree's metrics.
+func treeName(id uint64) string {
+	switch id {
+	case RootTreeID:
+		return "root"
+	case FSTreeID:
+		return "fs"
+	case CsumTreeID:
+		return "csum"
+	case FreeSpaceTreeID:
+		return "free_space"
+	}
+	return fmt.Sprintf("tree%d", id)
 }

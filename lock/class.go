@@ -17,6 +17,10 @@ type Class struct {
 	name string
 	kind uint32
 
+	// observe, when set, also sees every contended wait: the owner's
+	// metrics (a histogram labelled by tree and level).
+	observe func(time.Duration)
+
 	contended atomic.Uint64              // slow-path acquisitions
 	waitNanos atomic.Uint64              // their waits, summed
 	buckets   [BucketCount]atomic.Uint64 // their waits, log2 histogram
@@ -41,6 +45,10 @@ type ClassStats struct {
 func NewClass(name string, kind uint32) *Class {
 	return &Class{name: name, kind: kind}
 }
+
+// Observe makes fn see every contended wait of the class from now on, after
+// it is recorded. Call it before the class's locks are used.
+func (c *Class) Observe(fn func(wait time.Duration)) { c.observe = fn }
 
 // Name returns the name given to NewClass.
 func (c *Class) Name() string { return c.name }
@@ -79,6 +87,9 @@ func (c *Class) record(wait time.Duration) {
 	c.buckets[bucketIndex(ns)].Add(1)
 	c.waitNanos.Add(ns)
 	c.contended.Add(1)
+	if c.observe != nil {
+		c.observe(wait)
+	}
 }
 
 // bucketIndex returns the histogram bucket of a wait of ns nanoseconds:
