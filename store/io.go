@@ -259,7 +259,6 @@ func putReadStaging(b *[]byte) {
 // first+count) of in from its extents — zeros for holes — and checks every
 // block read against its checksum. extMu held (read or write).
 func (s *Store) readBlocks(in *inode, first, count uint64, dst []byte) error {
-	clear(dst)
 	start, end := first*blockSize, (first+count)*blockSize
 	xs, err := s.extentsIn(in.ino, start, end)
 	if err != nil {
@@ -271,16 +270,27 @@ func (s *Store) readBlocks(in *inode, first, count uint64, dst []byte) error {
 	}
 	var ios []dev.IO
 	var pieces []piece
+	var inline []byte
+	// dst is cleared (holes read as zeros) unless the extents cover it
+	// end to end: a pooled buffer is not zero.
+	covered := uint64(0)
 	for _, f := range xs {
 		if f.x.Type == engine.ExtentInline {
-			copy(dst, f.x.Data) // block 0 is dst's first block: start is 0
+			inline = f.x.Data
 			continue
 		}
 		cutS, cutE := max(f.off, start), min(f.end(), end)
 		p := piece{disk: f.x.DiskBytenr + cutS - f.off, off: cutS - start, n: int((cutE - cutS) / blockSize)}
+		if covered == p.off {
+			covered += uint64(p.n) * blockSize
+		}
 		pieces = append(pieces, p)
 		ios = append(ios, dev.IO{Off: int64(p.disk), Buf: dst[p.off : p.off+uint64(p.n)*blockSize]})
 	}
+	if inline != nil || covered != uint64(len(dst)) {
+		clear(dst)
+	}
+	copy(dst, inline) // block 0 is dst's first block: start is 0
 	if len(ios) == 0 {
 		return nil
 	}

@@ -5,9 +5,11 @@ import "ustore/engine"
 // truncateLocked sets in's size (wbMu and mu held, tr running). Shrinking
 // drops the pages and extents past the new end and zeroes the rest of the
 // last block in memory; growing needs the old last block's tail zeroed
-// first (growTailLocked, before the transaction starts). Both sizes change
-// at once: a truncate reaches the tree with this operation's transaction,
-// not with writeback.
+// first (growTailLocked, before the transaction starts). The size reaches
+// the tree with this operation's transaction — but while pages are
+// buffered it never grows there: the device may hold stale bytes past the
+// old end (a shrink leaves its last block as it was) that only the zeroed
+// tail page, not yet written, hides; writeback's last batch moves it up.
 func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
 	switch {
 	case size < in.size:
@@ -32,7 +34,11 @@ func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
 		}
 	}
 	in.size = size
-	in.diskSize = size
+	if in.pages.empty() {
+		in.diskSize = size
+	} else {
+		in.diskSize = min(in.diskSize, size)
+	}
 	return nil
 }
 

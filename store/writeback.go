@@ -148,6 +148,12 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 	}
 	batchEnd := func(batch []run) uint64 {
 		r := batch[len(batch)-1]
+		if &batch[0] == &batches[len(batches)-1][0] {
+			// The last batch: every page dirty when writeback began is
+			// written, so the tree's size may cover the whole file (a
+			// truncate that grew it past buffered pages left it behind).
+			return max((r.first+r.count)*blockSize, size)
+		}
 		return (r.first + r.count) * blockSize
 	}
 	if len(batches) == 1 {
