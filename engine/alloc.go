@@ -17,6 +17,7 @@ type allocator struct {
 	metaCursor uint64
 	dataCursor uint64
 	pinned     map[uint64][]extent // freeing transaction → extents
+	pinnedSum  uint64              // their total length
 	deltas     map[uint64]*allocDelta
 	size       uint64 // device bytes
 	// reserve is kept for deletes and commits: a full device can always
@@ -111,6 +112,7 @@ func (a *allocator) free(tid, start, length uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pinned[tid] = append(a.pinned[tid], extent{start, length})
+	a.pinnedSum += length
 	d := a.delta(tid)
 	d.frees = append(d.frees, extent{start, length})
 }
@@ -120,6 +122,7 @@ func (a *allocator) unpin(tid uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, x := range a.pinned[tid] {
+		a.pinnedSum -= x.length
 		if !a.freeSet.add(x.start, x.length) {
 			return fmt.Errorf("%w: block %d freed twice", ErrCorruption, x.start)
 		}

@@ -9,7 +9,10 @@ func (x extent) end() uint64 { return x.start + x.length }
 
 // extentSet is a set of disjoint, non-adjacent extents in start order: the
 // allocator's free space. Adjacent extents are always merged.
-type extentSet struct{ xs []extent }
+type extentSet struct {
+	xs  []extent
+	sum uint64 // the extents' total length, kept as they change: total is asked on every buffered write
+}
 
 // add inserts [start, start+length), which must not overlap the set.
 func (s *extentSet) add(start, length uint64) bool {
@@ -17,6 +20,7 @@ func (s *extentSet) add(start, length uint64) bool {
 	if (i > 0 && s.xs[i-1].end() > start) || (i < len(s.xs) && start+length > s.xs[i].start) {
 		return false // overlap: a double free
 	}
+	s.sum += length
 	mergeLeft := i > 0 && s.xs[i-1].end() == start
 	mergeRight := i < len(s.xs) && start+length == s.xs[i].start
 	switch {
@@ -43,6 +47,7 @@ func (s *extentSet) remove(start, length uint64) bool {
 		return false
 	}
 	x := s.xs[i]
+	s.sum -= length
 	switch {
 	case x.start == start && x.length == length:
 		s.xs = append(s.xs[:i], s.xs[i+1:]...)
@@ -76,10 +81,4 @@ func (s *extentSet) findFrom(cursor, length uint64) (uint64, bool) {
 	return 0, false
 }
 
-func (s *extentSet) total() uint64 {
-	var n uint64
-	for _, x := range s.xs {
-		n += x.length
-	}
-	return n
-}
+func (s *extentSet) total() uint64 { return s.sum }

@@ -23,7 +23,10 @@ import (
 //  3. if the transaction of the inode's last change is committed, done;
 //  4. otherwise commit, and wait.
 func (s *Store) Fsync(ctx context.Context, ino uint64, datasync bool) error {
-	return opErr("fsync", ino, s.fsync(ctx, ino, datasync))
+	if err := s.fsync(ctx, ino, datasync); err != nil {
+		return opErr("fsync", ino, err) // boxing ino allocates: only on failure
+	}
+	return nil
 }
 
 func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {

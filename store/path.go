@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"ustore/engine"
 )
@@ -64,10 +66,14 @@ func (s *Store) Put(ctx context.Context, path string, data []byte, fsync bool) (
 	if err != nil {
 		return Attr{}, err
 	}
+	// A name of its own per Put: concurrent Puts of one path, or one left
+	// behind by a crash, never collide.
+	suffix := "." + strconv.FormatUint(s.putSeq.Add(1), 36) + "." + strconv.FormatInt(time.Now().UnixNano(), 36)
 	tmp := ".put." + name
-	if len(tmp) > engine.NameMax {
-		tmp = tmp[:engine.NameMax]
+	if len(tmp)+len(suffix) > engine.NameMax {
+		tmp = tmp[:engine.NameMax-len(suffix)]
 	}
+	tmp += suffix
 	a, err := s.Create(dir.Ino, tmp, 0o644)
 	if err != nil {
 		return Attr{}, err

@@ -28,6 +28,7 @@ type Store struct {
 	itab      *inodeTable
 	wb        wbState
 	nextIno   atomic.Uint64
+	putSeq    atomic.Uint64 // Put's temporary names
 	renameMu  sync.Mutex
 	uid, gid  uint32
 	opMeta    uint64 // tree space one namespace operation may need

@@ -165,13 +165,40 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 	// as writeExtents requires, while this one copies and checksums the
 	// next ones, so that the copies and checksums overlap the device
 	// writes instead of alternating with them.
+	//
+	// A third goroutine releases each batch's pages once the batch is
+	// mapped (its extents are in the tree, so readers find the data there):
+	// freeing tens of thousands of pages at the end of the writeback would
+	// leave the device idle meanwhile, and hold the budget back from
+	// writers. writebackInode handles the pages not released.
 	type prepared struct {
 		exts    []newExtent
 		end     uint64
 		staging *[]byte
+		batch   []run
 	}
 	queue := make(chan prepared, wbPrepareAhead)
 	done := make(chan error, 1)
+	mapped := make(chan []run, len(batches))
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		for batch := range mapped {
+			in.mu.Lock()
+			n := 0
+			for _, r := range batch {
+				for b := r.first; b < r.first+r.count; b++ {
+					if p := pages[b]; in.pages.wb[b] == p {
+						delete(in.pages.wb, b)
+						freePage(p)
+						n++
+					}
+				}
+			}
+			in.mu.Unlock()
+			s.wb.unreserve(n)
+		}
+	}()
 	var failed atomic.Bool
 	go func() {
 		var err error
@@ -179,10 +206,14 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 			if err == nil {
 				if err = s.writeBatch(in, p.exts, p.end, size); err != nil {
 					failed.Store(true)
+				} else {
+					mapped <- p.batch
 				}
 			}
 			putStaging(p.staging)
 		}
+		close(mapped)
+		<-released
 		done <- err
 	}()
 	for _, batch := range batches {
@@ -190,7 +221,7 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 			break
 		}
 		exts, staging := prepare(batch)
-		queue <- prepared{exts, batchEnd(batch), staging}
+		queue <- prepared{exts, batchEnd(batch), staging, batch}
 	}
 	close(queue)
 	return <-done

@@ -1,0 +1,351 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ustore/proto"
+	"ustore/trace"
+)
+
+// Options configure a Client. Zero values mean the defaults.
+type Options struct {
+	// Traceparent returns the W3C traceparent ("00-<trace id>-<span
+	// id>-<flags>") of the span in ctx, or "" for none; each request
+	// carries it so that the server's span continues the trace. nil means
+	// trace.Traceparent: the OpenTelemetry span in ctx, if any. A value
+	// that does not parse is not sent.
+	Traceparent func(ctx context.Context) string
+}
+
+// readBufferSize sizes the connection's bufio reader: many small responses
+// per system call; a large frame bypasses it.
+const readBufferSize = 64 << 10
+
+// Client is one connection to a server. Its methods may be called from any
+// number of goroutines at once; their requests are pipelined on the one
+// connection.
+//
+// Who touches what: send takes a slot, takes an id (nextID, atomic),
+// registers the call in pending under mu (unless err is set) and writes
+// the frame under wmu. The reader goroutine (readLoop) takes each response's
+// call out of pending under mu and hands it its result under mu; it gives
+// the slot back. fail sets err once, under mu, hands it to every call in
+// pending and closes the socket; done is closed when the reader has ended.
+type Client struct {
+	nc      *net.UnixConn
+	br      *bufio.Reader
+	opts    Options
+	version uint16
+	limits  proto.Limits
+
+	slots  chan struct{} // a token per request in flight: limits.InflightMax
+	nextID atomic.Uint64
+
+	wmu sync.Mutex // one frame written at a time
+
+	mu      sync.Mutex
+	pending map[uint64]*call
+	err     error // why the connection ended; set once
+
+	done chan struct{} // closed when readLoop has ended
+}
+
+// call is one request in flight.
+type call struct {
+	id        uint64
+	op        proto.Op
+	res       chan result // cap 1: the reader never blocks on it
+	abandoned bool        // under Client.mu: the caller gave up
+}
+
+// result is a call's outcome: its decoded reply (whose byte slices alias
+// buf), or the status of a failed request, or the connection's error.
+type result struct {
+	reply proto.Reply
+	buf   *[]byte
+	err   error
+}
+
+// Dial connects to the server listening on socketPath and does the
+// handshake. ctx bounds the dial and the handshake only.
+func Dial(ctx context.Context, socketPath string) (*Client, error) {
+	return DialOptions(ctx, socketPath, Options{})
+}
+
+// DialOptions is Dial with options.
+func DialOptions(ctx context.Context, socketPath string, opts Options) (*Client, error) {
+	if opts.Traceparent == nil {
+		opts.Traceparent = trace.Traceparent
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", socketPath)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", socketPath, err)
+	}
+	uc := nc.(*net.UnixConn)
+	c := &Client{
+		nc: uc, br: bufio.NewReaderSize(uc, readBufferSize), opts: opts,
+		pending: map[uint64]*call{}, done: make(chan struct{}),
+	}
+	if err := c.handshake(ctx); err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("client: handshake with %s: %w", socketPath, err)
+	}
+	c.slots = make(chan struct{}, c.limits.InflightMax)
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *Client) handshake(ctx context.Context) error {
+	dl, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		c.nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	hello := proto.ClientHello()
+	_, err := c.nc.Write(proto.AppendHello(nil, hello))
+	var rep proto.HelloReply
+	if err == nil {
+		rep, err = proto.ReadHelloReply(c.br, hello)
+	}
+	if !stop() || ctx.Err() != nil {
+		// The context cut the handshake (its deadline may pass a moment
+		// after the socket's, which is the same).
+		return context.Cause(ctx)
+	}
+	var ne net.Error
+	if hasDeadline && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	c.nc.SetDeadline(time.Time{})
+	if err != nil {
+		return err
+	}
+	c.version, c.limits = rep.Version, rep.Limits
+	return nil
+}
+
+// Limits are the limits the server announced for this connection.
+func (c *Client) Limits() proto.Limits { return c.limits }
+
+// Version is the protocol version in use.
+func (c *Client) Version() uint16 { return c.version }
+
+// Close closes the connection. Calls in flight fail with ErrClosed.
+func (c *Client) Close() error {
+	c.fail(ErrClosed)
+	<-c.done
+	return nil
+}
+
+// Err returns why the connection ended, or nil while it is up.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail ends the connection with err (the first reason wins): every call in
+// flight gets it, and the socket is closed, which ends the reader.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		if !errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrConnection, err)
+		}
+		c.err = err
+	}
+	for id, cl := range c.pending {
+		delete(c.pending, id)
+		if !cl.abandoned {
+			cl.res <- result{err: c.err}
+		}
+	}
+	c.mu.Unlock()
+	c.nc.Close()
+}
+
+// traceparent is ctx's traceparent, or the zero value.
+func (c *Client) traceparent(ctx context.Context) proto.Traceparent {
+	if c.opts.Traceparent == nil {
+		return proto.Traceparent{}
+	}
+	s := c.opts.Traceparent(ctx)
+	if s == "" {
+		return proto.Traceparent{}
+	}
+	t, err := proto.ParseTraceparent(s)
+	if err != nil {
+		return proto.Traceparent{}
+	}
+	return t
+}
+
+// send takes a slot (waiting, under ctx, while the server's in-flight
+// bound is reached), encodes req and writes it. The call it returns is in
+// flight: await it, or abandon it.
+func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, c.Err()
+	}
+	cl := &call{id: c.nextID.Add(1), op: req.Op(), res: make(chan result, 1)}
+	buf := getBuf(sizeHint(req))
+	defer putBuf(buf)
+	b, err := proto.AppendRequest(*buf, cl.id, c.traceparent(ctx), req)
+	if err != nil {
+		<-c.slots
+		return nil, err
+	}
+	*buf = b
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		<-c.slots
+		return nil, err
+	}
+	c.pending[cl.id] = cl
+	c.mu.Unlock()
+	c.wmu.Lock()
+	_, err = c.nc.Write(b)
+	c.wmu.Unlock()
+	if err != nil {
+		// A frame written in part breaks the stream: the connection ends,
+		// and cl gets its error like every call in flight.
+		c.fail(fmt.Errorf("write: %w", err))
+	}
+	return cl, nil
+}
+
+// sizeHint is the room req's frame needs, to pick its buffer's class.
+func sizeHint(req proto.Request) int {
+	const header = 16 + proto.TraceparentLen + 64
+	switch r := req.(type) {
+	case *proto.Write:
+		return header + len(r.Data)
+	case *proto.Put:
+		return header + len(r.Path) + len(r.Data)
+	}
+	return bufSmall
+}
+
+// await waits for cl's result. When ctx ends first, the call is abandoned
+// (its response will be dropped) and ctx's error returned.
+func (c *Client) await(ctx context.Context, cl *call) (result, error) {
+	select {
+	case r := <-cl.res:
+		return r, r.err
+	case <-ctx.Done():
+		c.abandon(cl)
+		return result{}, ctx.Err()
+	}
+}
+
+// abandon gives up on cl: its response, if it has not come yet, is dropped
+// by the reader; if it has, it is dropped here.
+func (c *Client) abandon(cl *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[cl.id] == cl {
+		cl.abandoned = true
+		return
+	}
+	select {
+	case r := <-cl.res:
+		putBuf(r.buf)
+	default:
+	}
+}
+
+// do sends req and waits for its reply. The reply's byte slices alias the
+// returned buffer, which the caller gives back (putBuf) when done with them.
+func (c *Client) do(ctx context.Context, req proto.Request) (proto.Reply, *[]byte, error) {
+	cl, err := c.send(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := c.await(ctx, cl)
+	return r.reply, r.buf, err
+}
+
+// doAttr is do for the ops that answer an Attr.
+func (c *Client) doAttr(ctx context.Context, req proto.Request) (proto.Attr, error) {
+	rep, buf, err := c.do(ctx, req)
+	if err != nil {
+		return proto.Attr{}, err
+	}
+	a := *rep.(*proto.Attr)
+	putBuf(buf)
+	return a, nil
+}
+
+// doEmpty is do for the ops that answer only their status.
+func (c *Client) doEmpty(ctx context.Context, req proto.Request) error {
+	_, buf, err := c.do(ctx, req)
+	putBuf(buf)
+	return err
+}
+
+// readLoop reads responses and hands each to its call until the
+// connection ends.
+func (c *Client) readLoop() {
+	defer close(c.done)
+	for {
+		buf := frameBuffer(c.br, c.limits.FrameSizeMax)
+		f, err := proto.ReadFrame(c.br, proto.KindResponse, c.limits.FrameSizeMax, *buf)
+		if err != nil {
+			putBuf(buf)
+			c.fail(fmt.Errorf("read: %w", err))
+			return
+		}
+		if f.ID == 0 {
+			// About the connection: the server closes after it.
+			putBuf(buf)
+			c.fail(fmt.Errorf("the server closed the connection: %w", proto.Err(f.Status, f.Message)))
+			return
+		}
+		var r result
+		if f.Status == proto.StatusOK {
+			r.reply, err = proto.DecodeReply(f.Op, f.Payload)
+			if err != nil {
+				putBuf(buf)
+				c.fail(fmt.Errorf("response to request %d: %w", f.ID, err))
+				return
+			}
+			r.buf = buf
+		} else {
+			r.err = proto.Err(f.Status, f.Message)
+			putBuf(buf)
+		}
+		c.mu.Lock()
+		cl, ok := c.pending[f.ID]
+		if !ok || cl.op != f.Op {
+			c.mu.Unlock()
+			putBuf(r.buf)
+			c.fail(fmt.Errorf("%w: a response (op %v) for request %d, which is not in flight", proto.ErrMalformed, f.Op, f.ID))
+			return
+		}
+		delete(c.pending, f.ID)
+		if cl.abandoned {
+			putBuf(r.buf)
+		} else {
+			cl.res <- r
+		}
+		c.mu.Unlock()
+		<-c.slots
+	}
+}

@@ -1,0 +1,111 @@
+package client
+
+import (
+	"context"
+
+	"ustore/proto"
+)
+
+// RootIno is the root directory's inode number.
+const RootIno = 256
+
+// The methods below are the protocol's ops, one request each (Write, Read,
+// Put and Get, which may take several, are in stream.go). Each returns a
+// *proto.StatusError for a failed request.
+
+// Lookup returns the attributes of name in directory dir.
+func (c *Client) Lookup(ctx context.Context, dir uint64, name string) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Lookup{Dir: dir, Name: name})
+}
+
+// Create makes a regular file name in dir with permission bits perm
+// (07777); EEXIST if the name exists.
+func (c *Client) Create(ctx context.Context, dir uint64, name string, perm uint32) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Create{Dir: dir, Name: name, Perm: perm})
+}
+
+// Mkdir makes a directory name in dir with permission bits perm.
+func (c *Client) Mkdir(ctx context.Context, dir uint64, name string, perm uint32) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Mkdir{Dir: dir, Name: name, Perm: perm})
+}
+
+// Link gives inode ino the name name in dir.
+func (c *Client) Link(ctx context.Context, ino, dir uint64, name string) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Link{Ino: ino, Dir: dir, Name: name})
+}
+
+// Unlink removes name, a non-directory, from dir.
+func (c *Client) Unlink(ctx context.Context, dir uint64, name string) error {
+	return c.doEmpty(ctx, &proto.Unlink{Dir: dir, Name: name})
+}
+
+// Rmdir removes name, an empty directory, from dir.
+func (c *Client) Rmdir(ctx context.Context, dir uint64, name string) error {
+	return c.doEmpty(ctx, &proto.Rmdir{Dir: dir, Name: name})
+}
+
+// Rename moves srcName in srcDir to dstName in dstDir, replacing what
+// dstName named (as rename(2)).
+func (c *Client) Rename(ctx context.Context, srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+	return c.doEmpty(ctx, &proto.Rename{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})
+}
+
+// ReadDir lists up to n entries of directory dir after cookie (0: from the
+// start), in creation order; n is at least 1 and at most
+// proto.ReadDirEntriesMax (more is cut to it). Fewer than n means the end;
+// resume with the last entry's Cookie.
+func (c *Client) ReadDir(ctx context.Context, dir, cookie uint64, n int) ([]proto.DirEntry, error) {
+	n = min(max(n, 0), proto.ReadDirEntriesMax)
+	rep, buf, err := c.do(ctx, &proto.ReadDir{Dir: dir, Cookie: cookie, Max: uint32(n)})
+	if err != nil {
+		return nil, err
+	}
+	putBuf(buf) // entries' names are strings: copies
+	return rep.(*proto.ReadDirReply).Entries, nil
+}
+
+// Stat returns inode ino's attributes.
+func (c *Client) Stat(ctx context.Context, ino uint64) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Stat{Ino: ino})
+}
+
+// SetAttr changes the attributes of inode ino that a.Mask names (a.Ino is
+// ignored) and returns them all.
+func (c *Client) SetAttr(ctx context.Context, ino uint64, a proto.SetAttr) (proto.Attr, error) {
+	a.Ino = ino
+	return c.doAttr(ctx, &a)
+}
+
+// Truncate sets file ino's size.
+func (c *Client) Truncate(ctx context.Context, ino, size uint64) error {
+	_, err := c.SetAttr(ctx, ino, proto.SetAttr{Mask: proto.SetSize, Size: size})
+	return err
+}
+
+// StatFS returns the store's space.
+func (c *Client) StatFS(ctx context.Context) (proto.StatFSReply, error) {
+	rep, buf, err := c.do(ctx, &proto.StatFS{})
+	if err != nil {
+		return proto.StatFSReply{}, err
+	}
+	r := *rep.(*proto.StatFSReply)
+	putBuf(buf)
+	return r, nil
+}
+
+// Fsync makes file ino durable: with datasync its data and what reading it
+// needs, otherwise all of it (and a new file's name).
+func (c *Client) Fsync(ctx context.Context, ino uint64, datasync bool) error {
+	return c.doEmpty(ctx, &proto.Fsync{Ino: ino, Datasync: datasync})
+}
+
+// Sync commits: everything answered before it is durable when it returns.
+func (c *Client) Sync(ctx context.Context) error {
+	return c.doEmpty(ctx, &proto.Sync{})
+}
+
+// Resolve returns the attributes of the inode at path ('/'-separated,
+// absolute within the store).
+func (c *Client) Resolve(ctx context.Context, path string) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Resolve{Path: path})
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ustore/dev/devopen"
+	"ustore/engine"
+	"ustore/journal"
+	"ustore/server"
+	"ustore/store"
+	"ustore/trace"
+)
+
+// serveConfig is everything `ustore serve` runs with, parsed from its flags.
+type serveConfig struct {
+	Device          string
+	Size            int64 // of a data file serve creates or formats
+	Backend         devopen.Backend
+	Socket          string
+	SocketMode      os.FileMode
+	SocketGroup     string
+	AllowUIDs       []uint32 // nil: the server's default (its own uid and root)
+	AllowGIDs       []uint32
+	CacheBytes      int64
+	DirtyBytes      int64
+	CommitInterval  time.Duration
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+	// Tracing and metrics endpoints, kept for the tracing setup: OTLP
+	// traces to OTLPEndpoint, a Prometheus scrape endpoint on MetricsAddr.
+	OTLPEndpoint string
+	MetricsAddr  string
+}
+
+func newServeCommand() *cobra.Command {
+	var (
+		cfg                              serveConfig
+		size, cacheSize, dirtySize, mode string
+		backend, logLevel                string
+		allowUIDs, allowGIDs             []string
+		commitInterval, shutdownTimeout  time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the ustore service on a device, over a Unix socket",
+		Long: `Run the ustore service: mount the filesystem on the device and serve it over
+a Unix socket until SIGTERM or SIGINT.
+
+With no flags it keeps everything in ./ustore-data: the data file
+ustore-data/ustore.img and the socket ustore-data/ustore.sock next to it.
+
+The data file (--device):
+  missing                      created sparse (--size) and formatted
+  a regular file of zeros      (holes or zero bytes, or empty) formatted in place
+  a ustore filesystem          mounted; it is never reformatted
+  anything else                refused: format it with 'ustore mkfs' first
+A block device is never formatted by serve. One server per device: serve
+takes an exclusive lock (flock) on it and refuses to start if another holds it.
+
+The socket (--socket, default <device's directory>/<device's name>.sock) is
+created only once the filesystem is mounted, with --socket-mode and
+--socket-group. A stale socket left by a dead server is replaced; a live one,
+or a file that is not a socket, is an error. Each client's credentials
+(SO_PEERCRED) must match --allow-uid or --allow-gid (default: the server's own
+uid and root); others are refused with EACCES. When $NOTIFY_SOCKET is set
+(systemd Type=notify), serve sends READY=1 once the socket is listening.
+
+SIGTERM or SIGINT shuts down gracefully: no new connections, the requests
+already received finish and are answered, then the filesystem is unmounted
+(dirty data written back and committed), and serve exits 0. Everything
+answered before is then on disk. A second signal, or --shutdown-timeout,
+cancels the requests still running (the unmount still completes).`,
+		Example: `  ustore serve                                  # ./ustore-data/ustore.img, 1 GiB
+  ustore serve --device /srv/ustore.img --size 64G --socket /run/ustore.sock \
+               --socket-group ustore --allow-gid ustore`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			parse := func(flag, v string) int64 {
+				n, perr := parseBytes(v)
+				if perr != nil && err == nil {
+					err = usageError{fmt.Errorf("--%s: %w", flag, perr)}
+				}
+				return n
+			}
+			cfg.Size = parse("size", size)
+			cfg.CacheBytes = parse("cache-size", cacheSize)
+			cfg.DirtyBytes = parse("dirty-size", dirtySize)
+			if err != nil {
+				return err
+			}
+			if cfg.Backend, err = devopen.ParseBackend(backend); err != nil {
+				return usageError{err}
+			}
+			m, err := strconv.ParseUint(mode, 8, 32)
+			if err != nil || m > 0o777 {
+				return usageError{fmt.Errorf("--socket-mode %q: want octal permission bits, such as 0660", mode)}
+			}
+			cfg.SocketMode = os.FileMode(m)
+			if cfg.AllowUIDs, err = parseIDs(allowUIDs, server.LookupUser); err != nil {
+				return usageError{fmt.Errorf("--allow-uid: %w", err)}
+			}
+			if cfg.AllowGIDs, err = parseIDs(allowGIDs, server.LookupGroup); err != nil {
+				return usageError{fmt.Errorf("--allow-gid: %w", err)}
+			}
+			if err := cfg.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageError{fmt.Errorf("--log-level: %w", err)}
+			}
+			if commitInterval < 0 || shutdownTimeout <= 0 {
+				return usageError{errors.New("--commit-interval must be ≥ 0 and --shutdown-timeout > 0")}
+			}
+			cfg.CommitInterval, cfg.ShutdownTimeout = commitInterval, shutdownTimeout
+			if cfg.Socket == "" {
+				cfg.Socket = defaultSocket(cfg.Device)
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+			defer signal.Stop(sigs)
+			return runServe(cfg, log, sigs)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.Device, "device", defaultDevice, "data file or block device")
+	f.StringVar(&size, "size", "1G", "size of a data file serve creates or formats")
+	f.StringVar(&backend, "backend", "auto", "I/O backend: auto, io_uring, syscall")
+	f.StringVar(&cfg.Socket, "socket", "", "Unix socket path (default next to the device: <dir>/<name>.sock)")
+	f.StringVar(&mode, "socket-mode", "0660", "socket file permissions (octal)")
+	f.StringVar(&cfg.SocketGroup, "socket-group", "", "socket file group, a name or gid (default the server's)")
+	f.StringSliceVar(&allowUIDs, "allow-uid", nil, "users allowed to connect, names or uids (default: the server's own uid and root)")
+	f.StringSliceVar(&allowGIDs, "allow-gid", nil, "groups allowed to connect (a peer's primary or supplementary group), names or gids")
+	f.StringVar(&cacheSize, "cache-size", "256M", "tree node cache budget")
+	f.StringVar(&dirtySize, "dirty-size", "256M", "buffered dirty data budget; writers wait for writeback past it")
+	f.DurationVar(&commitInterval, "commit-interval", 5*time.Second, "periodic transaction commit interval")
+	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for the requests under way")
+	f.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces, such as localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, or none)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return c
+}
+
+// defaultSocket is the socket next to the device: ustore-data/ustore.img →
+// ustore-data/ustore.sock.
+func defaultSocket(device string) string {
+	base := strings.TrimSuffix(filepath.Base(device), filepath.Ext(device))
+	return filepath.Join(filepath.Dir(device), base+".sock")
+}
+
+// parseIDs turns names or numbers into ids; none gives nil.
+func parseIDs(vals []string, lookup func(string) (uint32, error)) ([]uint32, error) {
+	var ids []uint32
+	for _, v := range vals {
+		id, err := lookup(strings.TrimSpace(v))
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// runServe runs the service until a signal arrives on sigs, then shuts
+// down gracefully. It returns nil after a clean shutdown.
+func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err error) {
+	if fi, err := os.Stat(cfg.Device); err == nil && fi.Mode()&os.ModeDevice != 0 && cfg.Socket == defaultSocket(cfg.Device) {
+		return usageError{fmt.Errorf("%s is a block device: give --socket", cfg.Device)}
+	}
+	shutdownTrace, err := trace.Setup(context.Background(), trace.Config{Endpoint: cfg.OTLPEndpoint, MetricsAddr: cfg.MetricsAddr, Logger: log})
+	if err != nil {
+		return usageError{fmt.Errorf("tracing: %w", err)}
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if terr := shutdownTrace(ctx); terr != nil {
+			log.Warn("tracing shutdown", "err", terr)
+		}
+	}()
+	created, err := createFormatted(cfg, log)
+	if err != nil {
+		return err
+	}
+	lock, err := server.LockDevice(cfg.Device)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+
+	start := time.Now()
+	d, choice, formatted, err := openDevice(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	st, err := store.Open(d, store.Options{CacheBytes: cfg.CacheBytes, DirtyBytes: cfg.DirtyBytes,
+		CommitInterval: cfg.CommitInterval, Logger: log})
+	if errors.Is(err, engine.ErrNotFormatted) {
+		return fmt.Errorf("%s is not a ustore filesystem (no valid superblock) and is not blank: serve does not format it; "+
+			"run 'ustore mkfs %s' to format it, destroying its contents: %w", cfg.Device, cfg.Device, err)
+	}
+	if errors.Is(err, journal.ErrOptions) {
+		return usageError{fmt.Errorf("--commit-interval: %w", err)}
+	}
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", cfg.Device, err)
+	}
+	mounted := time.Since(start)
+	defer func() {
+		cstart := time.Now()
+		cerr := st.Close(context.Background())
+		log.Info("unmounted", "device", cfg.Device, "duration", time.Since(cstart), "err", cerr)
+		err = errors.Join(err, cerr)
+	}()
+
+	srv, err := server.New(st, server.Options{Socket: cfg.Socket, SocketMode: cfg.SocketMode, SocketGroup: cfg.SocketGroup,
+		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("ustore serving", "device", cfg.Device, "bytes", d.Size(), "backend", choice.Backend, "backend_reason", choice.Reason,
+		"formatted", created || formatted, "socket", cfg.Socket, "mount_duration", mounted,
+		"tracing", trace.Enabled(), "otlp_endpoint", cfg.OTLPEndpoint, "metrics_addr", cfg.MetricsAddr)
+	if err := sdNotify("READY=1"); err != nil {
+		log.Warn("sd_notify READY=1 failed", "err", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+
+	select {
+	case sig := <-sigs:
+		log.Info("signal received; shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+	case err := <-served:
+		// Serve ends on its own only when accepting fails for good; it
+		// has shut down already.
+		return err
+	}
+	sdNotify("STOPPING=1")
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case sig := <-sigs:
+			log.Warn("second signal; cancelling the requests under way", "signal", sig.String())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	sstart := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown forced", "err", err)
+	}
+	<-served
+	log.Info("connections closed", "duration", time.Since(sstart))
+	return nil
+}

@@ -1,0 +1,170 @@
+package main
+
+// The data file of `ustore serve`: creating it, deciding whether it may be
+// formatted (only when missing or blank — never a filesystem, never someone
+// else's data), and telling the service manager when serve is ready.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ustore/dev"
+	"ustore/dev/devopen"
+	"ustore/server"
+	"ustore/store"
+)
+
+// createFormatted creates a missing data file, sparse, of cfg.Size bytes,
+// and formats it — under a temporary name, renamed into place once
+// formatted, so that the data file never exists half formatted (a crash
+// during the first start leaves only the temporary file, redone next
+// time).
+func createFormatted(cfg serveConfig, log *slog.Logger) (created bool, err error) {
+	if _, err := os.Lstat(cfg.Device); !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Device), 0o755); err != nil {
+		return false, err
+	}
+	tmp := cfg.Device + ".mkfs"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return false, fmt.Errorf("%w: %s is being formatted by another ustore serve", server.ErrDeviceInUse, tmp)
+	}
+	if err := f.Truncate(0); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	d, _, err := devopen.Open(tmp, devopen.Options{Size: cfg.Size, Backend: cfg.Backend, Logger: log})
+	if err != nil {
+		return false, err
+	}
+	err = store.Mkfs(d, store.MkfsOptions{})
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return false, fmt.Errorf("format %s: %w", cfg.Device, err)
+	}
+	if err := os.Rename(tmp, cfg.Device); err != nil {
+		return false, err
+	}
+	if dir, err := os.Open(filepath.Dir(cfg.Device)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	log.Info("created and formatted the data file", "device", cfg.Device, "bytes", cfg.Size, "duration", time.Since(start))
+	return true, nil
+}
+
+// openDevice opens the (locked) device, formatting it first when it is a
+// regular file of nothing but zeros.
+func openDevice(cfg serveConfig, log *slog.Logger) (dev.Device, devopen.Choice, bool, error) {
+	fi, err := os.Stat(cfg.Device)
+	if err != nil {
+		return nil, devopen.Choice{}, false, err
+	}
+	blank := false
+	if fi.Mode().IsRegular() {
+		if blank, err = isBlank(cfg.Device); err != nil {
+			return nil, devopen.Choice{}, false, err
+		}
+	}
+	opts := devopen.Options{Backend: cfg.Backend, Logger: log}
+	if blank {
+		opts.Size = cfg.Size
+	}
+	d, choice, err := devopen.Open(cfg.Device, opts)
+	if err != nil {
+		return nil, devopen.Choice{}, false, fmt.Errorf("open %s: %w", cfg.Device, err)
+	}
+	if blank {
+		if err := store.Mkfs(d, store.MkfsOptions{}); err != nil {
+			d.Close()
+			return nil, devopen.Choice{}, false, fmt.Errorf("format %s: %w", cfg.Device, err)
+		}
+		log.Info("formatted a blank data file", "device", cfg.Device, "bytes", d.Size())
+	}
+	return d, choice, blank, nil
+}
+
+// isBlank reports whether the regular file at path holds nothing but
+// zeros: holes (skipped with SEEK_DATA), zero bytes, or nothing at all. It
+// reads until the first non-zero byte, which in a formatted file is its
+// first superblock.
+func isBlank(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	size := fi.Size()
+	fd := int(f.Fd())
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		switch {
+		case errors.Is(err, unix.ENXIO):
+			return true, nil // only a hole from off on
+		case err != nil:
+			data = off // no SEEK_DATA here: read everything
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			hole = size
+		}
+		for p := data; p < hole; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
+			for _, b := range buf[:n] {
+				if b != 0 {
+					return false, nil
+				}
+			}
+			p += int64(n)
+			if err == io.EOF {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+		}
+		off = hole
+	}
+	return true, nil
+}
+
+// sdNotify sends state to the service manager's $NOTIFY_SOCKET (a
+// unixgram socket; '@' starts an abstract name), if there is one.
+func sdNotify(state string) error {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return nil
+	}
+	if addr[0] == '@' {
+		addr = "\x00" + addr[1:]
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Write([]byte(state))
+	return err
+}

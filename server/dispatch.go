@@ -1,0 +1,294 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"ustore/internal/assert"
+	"ustore/proto"
+	"ustore/store"
+	"ustore/trace"
+)
+
+// traceparentKey carries a request's traceparent in its context.
+type traceparentKey struct{}
+
+// Traceparent returns the W3C traceparent ("00-…") that the request served
+// under ctx carried, or "" if it carried none. The server's span for the
+// request continues that trace.
+func Traceparent(ctx context.Context) string {
+	s, _ := ctx.Value(traceparentKey{}).(string)
+	return s
+}
+
+// startRequest makes a request's context: the connection's (cancelled when
+// the peer is gone or a shutdown is forced) with the frame's traceparent.
+// It is the tracing seam: the request's span ("ustore.<op>") starts here,
+// and end, called with the request's outcome, ends it.
+func (c *conn) startRequest(op proto.Op, tp proto.Traceparent) (ctx context.Context, end func(error)) {
+	ctx = c.ctx
+	if !tp.IsZero() {
+		s := tp.String()
+		ctx = context.WithValue(ctx, traceparentKey{}, s)
+		ctx = trace.ContextWithRemoteParent(ctx, s)
+	}
+	start := time.Now()
+	ctx, span := trace.Start(ctx, spanName(op), trace.Op(op.String()))
+	return ctx, func(err error) {
+		if err != nil {
+			span.RecordError(err)
+		}
+		span.End()
+		trace.RecordRequest(op.String(), time.Since(start))
+	}
+}
+
+// spanNames are the request spans' names, "ustore.<op>", made once.
+var spanNames = func() map[proto.Op]string {
+	m := map[proto.Op]string{}
+	for op := proto.Op(0); op < 64; op++ {
+		if op.Known() {
+			m[op] = "ustore." + op.String()
+		}
+	}
+	return m
+}()
+
+func spanName(op proto.Op) string {
+	if s, ok := spanNames[op]; ok {
+		return s
+	}
+	return "ustore.unknown"
+}
+
+// run serves one request on its own goroutine and hands its response to
+// the writer. reqBuf holds the request's frame (a write's data aliases it).
+func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[]byte, limits proto.Limits) {
+	defer c.workers.Done()
+	ctx, end := c.startRequest(req.Op(), tp)
+	if h := c.s.testHook; h != nil {
+		h(ctx, req)
+	}
+	reply, out, err := c.s.dispatch(ctx, req, limits)
+	end(err)
+	putBuf(reqBuf)
+	c.respond(id, req.Op(), out, reply, err)
+}
+
+// emptyReply is the reply of the ops that answer only their status. It is
+// never changed.
+var emptyReply = &proto.Empty{}
+
+// dispatch runs req on the store. out, when not nil, is the buffer the
+// response is to be encoded into: a read's or get's data was read into it
+// at its place in the response frame.
+func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.Limits) (_ proto.Reply, out *[]byte, _ error) {
+	st := s.st
+	switch r := req.(type) {
+	case *proto.Lookup:
+		return attrReply(st.Lookup(r.Dir, r.Name))
+	case *proto.Create:
+		return attrReply(st.Create(r.Dir, r.Name, r.Perm))
+	case *proto.Mkdir:
+		return attrReply(st.Mkdir(r.Dir, r.Name, r.Perm))
+	case *proto.Link:
+		return attrReply(st.Link(r.Ino, r.Dir, r.Name))
+	case *proto.Unlink:
+		return emptyOr(st.Unlink(r.Dir, r.Name))
+	case *proto.Rmdir:
+		return emptyOr(st.Rmdir(r.Dir, r.Name))
+	case *proto.Rename:
+		return emptyOr(st.Rename(r.SrcDir, r.SrcName, r.DstDir, r.DstName))
+	case *proto.ReadDir:
+		return readDir(st, r)
+	case *proto.Stat:
+		return attrReply(st.Stat(r.Ino))
+	case *proto.SetAttr:
+		return attrReply(st.SetAttr(r.Ino, setAttrOf(r)))
+	case *proto.StatFS:
+		f := st.StatFS()
+		return &proto.StatFSReply{BlockSize: f.BlockSize, NameMax: f.NameMax, Blocks: f.Blocks,
+			BlocksFree: f.BlocksFree, BlocksAvail: f.BlocksAvail, DirtyBytes: f.DirtyBytes}, nil, nil
+	case *proto.Write:
+		return write(ctx, st, r, limits)
+	case *proto.Read:
+		return read(st, r, limits)
+	case *proto.Fsync:
+		return emptyOr(st.Fsync(ctx, r.Ino, r.Datasync))
+	case *proto.Sync:
+		return emptyOr(st.Sync(ctx))
+	case *proto.Resolve:
+		return attrReply(st.Resolve(r.Path))
+	case *proto.Put:
+		if len(r.Data) > int(limits.IOSizeMax()) {
+			return nil, nil, tooBig("put", len(r.Data), limits)
+		}
+		return attrReply(st.Put(ctx, r.Path, r.Data, r.Fsync))
+	case *proto.Get:
+		return get(st, r, limits)
+	}
+	// DecodeRequest returns only the types above.
+	assert.That(false, "server: a request of an op the dispatcher does not know")
+	return nil, nil, syscall.ENOSYS
+}
+
+func attrReply(a store.Attr, err error) (proto.Reply, *[]byte, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	pa := attrOf(a)
+	return &pa, nil, nil
+}
+
+func emptyOr(err error) (proto.Reply, *[]byte, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	return emptyReply, nil, nil
+}
+
+func attrOf(a store.Attr) proto.Attr {
+	return proto.Attr{
+		Ino: a.Ino, Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+		Size: a.Size, Blocks: a.Blocks, Generation: a.Generation,
+		Atime: proto.TimespecOf(a.Atime), Mtime: proto.TimespecOf(a.Mtime),
+		Ctime: proto.TimespecOf(a.Ctime), Btime: proto.TimespecOf(a.Btime),
+	}
+}
+
+func setAttrOf(r *proto.SetAttr) store.SetAttr {
+	var a store.SetAttr
+	if r.Mask&proto.SetMode != 0 {
+		a.Mode = &r.Mode
+	}
+	if r.Mask&proto.SetUID != 0 {
+		a.UID = &r.UID
+	}
+	if r.Mask&proto.SetGID != 0 {
+		a.GID = &r.GID
+	}
+	if r.Mask&proto.SetSize != 0 {
+		a.Size = &r.Size
+	}
+	if r.Mask&proto.SetAtime != 0 {
+		t := r.Atime.Time()
+		a.Atime = &t
+	}
+	if r.Mask&proto.SetMtime != 0 {
+		t := r.Mtime.Time()
+		a.Mtime = &t
+	}
+	return a
+}
+
+func readDir(st *store.Store, r *proto.ReadDir) (proto.Reply, *[]byte, error) {
+	es, err := st.ReadDir(r.Dir, r.Cookie, int(r.Max))
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := &proto.ReadDirReply{Entries: make([]proto.DirEntry, len(es))}
+	for i, e := range es {
+		rep.Entries[i] = proto.DirEntry{Ino: e.Ino, Cookie: e.Cookie, Type: e.Type, Name: e.Name}
+	}
+	return rep, nil, nil
+}
+
+// tooBig is the error for data or a read length over the connection's
+// IOSizeMax: well-framed, so EINVAL and the connection goes on.
+func tooBig(op string, n int, limits proto.Limits) error {
+	return fmt.Errorf("%s of %d bytes, more than this connection's %d: %w", op, n, limits.IOSizeMax(), syscall.EINVAL)
+}
+
+// write writes, and with a sync flag makes what it wrote durable. A write
+// that failed part way answers the bytes written (the rest, sent again,
+// reports why), as write(2).
+func write(ctx context.Context, st *store.Store, r *proto.Write, limits proto.Limits) (proto.Reply, *[]byte, error) {
+	if len(r.Data) > int(limits.IOSizeMax()) {
+		return nil, nil, tooBig("write", len(r.Data), limits)
+	}
+	n, err := st.Write(r.Ino, r.Off, r.Data)
+	if n == 0 && err != nil {
+		return nil, nil, err
+	}
+	if r.Flags&(proto.WriteDsync|proto.WriteSync) != 0 {
+		if err := st.Fsync(ctx, r.Ino, r.Flags&proto.WriteSync == 0); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &proto.WriteReply{N: uint32(n)}, nil, nil
+}
+
+// read reads straight into the response frame's buffer, at the offset the
+// data has in the frame.
+func read(st *store.Store, r *proto.Read, limits proto.Limits) (proto.Reply, *[]byte, error) {
+	if r.Len > limits.IOSizeMax() {
+		return nil, nil, tooBig("read", int(r.Len), limits)
+	}
+	out := getBuf(responseHeaderSize + int(r.Len))
+	data := (*out)[responseHeaderSize : responseHeaderSize+int(r.Len)]
+	n, err := st.Read(r.Ino, r.Off, data)
+	if err != nil {
+		return nil, out, err
+	}
+	return &proto.ReadReply{Data: data[:n]}, out, nil
+}
+
+// getRetries bounds how often get starts again when the file it resolved
+// is replaced (a concurrent put) before it could read it.
+const getRetries = 3
+
+// get resolves the path and reads the file's first bytes straight into the
+// response frame's buffer, after the header and the Attr.
+func get(st *store.Store, r *proto.Get, limits proto.Limits) (proto.Reply, *[]byte, error) {
+	for try := 0; ; try++ {
+		a, err := st.Resolve(r.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if a.IsDir() {
+			return nil, nil, &fs.PathError{Op: "get", Path: r.Path, Err: syscall.EISDIR}
+		}
+		n := int(min(a.Size, uint64(limits.IOSizeMax())))
+		const at = responseHeaderSize + attrSize
+		out := getBuf(at + n)
+		data := (*out)[at : at+n]
+		got, err := st.Read(a.Ino, 0, data)
+		if errors.Is(err, fs.ErrNotExist) && try < getRetries {
+			putBuf(out)
+			continue
+		}
+		if err != nil {
+			return nil, out, err
+		}
+		return &proto.GetReply{Attr: attrOf(a), Data: data[:got]}, out, nil
+	}
+}
+
+// encodeResponse appends the response to request id: reply with status OK,
+// or err's status and text. A reply that does not encode (the store
+// returned what the wire cannot carry) is answered EIO and logged.
+func encodeResponse(dst []byte, id uint64, op proto.Op, reply proto.Reply, err error, log *slog.Logger) []byte {
+	if err == nil {
+		b, aerr := proto.AppendResponse(dst, id, op, proto.StatusOK, "", reply)
+		if aerr == nil {
+			return b
+		}
+		log.Error("a reply does not encode; answering EIO", "op", op, "err", aerr)
+		err = fmt.Errorf("server: %v reply does not encode: %v", op, aerr)
+	}
+	s := proto.StatusOf(err)
+	if s == proto.StatusOK {
+		s = proto.StatusIO
+	}
+	if s == proto.StatusIO {
+		log.Warn("request failed with EIO", "op", op, "err", err)
+	}
+	b, aerr := proto.AppendResponse(dst, id, op, s, err.Error(), nil)
+	assert.That(aerr == nil, "server: a failed response does not encode")
+	return b
+}

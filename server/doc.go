@@ -1,0 +1,75 @@
+// Package server is ustore's Unix-socket service: it listens on a socket,
+// checks each peer's credentials against an allow-list, speaks the protocol
+// of package proto (docs/PROTOCOL.md) on every connection, and dispatches
+// each request to the store. A connection pipelines: up to the negotiated
+// in-flight bound of requests run concurrently, their responses go back in
+// whatever order they finish, and when the bound is reached the server stops
+// reading that socket until a response has gone out (backpressure: the
+// client's writes block in the kernel; nothing queues in the server).
+//
+// Files, by concept: server.go (the listener's life: New, Serve, Shutdown),
+// listen.go (the socket file: stale sockets, mode, group), peer_cred.go
+// (SO_PEERCRED, SO_PEERGROUPS, the allow-list), device_lock.go (one server
+// per device), conn.go (a connection: handshake, reader, writer),
+// dispatch.go (a request → a store call → a reply), buffers.go (frame
+// buffer pools), limits.go (every bound and why), errors.go.
+//
+// # A connection
+//
+//	              ┌──────────── slots (cap = in-flight max) ────────────┐
+//	socket ──► reader ──(take a slot)──► worker ──► store ──► out ──► writer ──► socket
+//	            │ one frame at a time      one per request       (cap = in-flight max + 1)
+//	            │ (waits for a slot:       ≤ in-flight max        │
+//	            │  stops reading)                                 └─(frame written: give the slot back)
+//
+// The reader takes a slot before it reads a frame, so a connection never
+// holds more than in-flight max requests (each with its request and
+// response buffers, at most FrameSizeMax each) and in-flight max worker
+// goroutines. The writer gives a slot back once the response's bytes are
+// written, so that the slot covers the response's memory too. Because every
+// sender to out holds a slot (or is the reader sending the last,
+// connection-level frame after every worker has ended), out never fills and
+// no sender ever blocks on it.
+//
+// The server never answers StatusBusy: a request past the bound is not even
+// read until a slot is free. A client counts a request in flight until its
+// response has arrived, and the server gives the slot back only once that
+// response is written, so a client within the bound never waits on it.
+//
+// # Shutdown
+//
+// Shutdown (or the cancellation of Serve's context) closes the listener and
+// removes the socket file, then tells every connection to stop reading: the
+// reader's blocked read is cut with a deadline (a partly read frame is
+// dropped — it was never acknowledged). The requests already read run to
+// the end and their responses are written; then the connection gets a
+// connection-level StatusShutdown frame and is closed. Serve and Shutdown
+// return when every connection's goroutines have ended, so the caller can
+// close the store, whose Close writes back and commits: every request that
+// was answered OK is then durable. If Shutdown's context expires first, the
+// requests' contexts are cancelled and the sockets closed, and Shutdown
+// still waits for the store calls under way to return.
+//
+// # Invariants
+//
+//  1. A connection has at most its in-flight max requests read and not yet
+//     answered, so at most that many worker goroutines and request/response
+//     buffers; the server has at most ConnMax connections. (conn.slots,
+//     Server.connSem; TestServer_Backpressure_StopsReading)
+//  2. A frame's size is checked against the negotiated limit before any
+//     buffer is chosen for it; a refused size allocates nothing.
+//     (proto.ReadFrame; frameBuffer; TestServer_AbsurdLength_AllocatesNothing)
+//  3. Every request read gets exactly one response, unless the connection
+//     ends first; a request id is in flight from the read of its frame until
+//     its response is about to be written, and a reused id is a protocol
+//     error. (conn.track; the assertion in conn.writeLoop)
+//  4. A connection's goroutines all end when it ends, whatever the peer does:
+//     the reader ends on EOF, error or shutdown; workers end when their store
+//     call returns; the writer ends when out is closed, after every worker.
+//     (TestServer_DisconnectMidRequest_NoLeak)
+//  5. Serve and Shutdown return only after every request goroutine has
+//     returned: the caller may close the store then. (Server.connWG)
+//  6. The socket file is removed only if it is the one this server created
+//     (same device and inode); a file that is not a socket is never removed.
+//     (removeSocket, listenUnix)
+package server
