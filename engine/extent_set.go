@@ -9,9 +9,54 @@ func (x extent) end() uint64 { return x.start + x.length }
 
 // extentSet is a set of disjoint, non-adjacent extents in start order: the
 // allocator's free space. Adjacent extents are always merged.
+//
+// It also sorts its extents by size: those of at least big bytes (a tree
+// node fits) and the small ones, indexed by length, so that small data
+// allocations can go into small holes and leave the big extents — the only
+// ones a node fits in — to the tree (see allocator.reserveData).
 type extentSet struct {
-	xs  []extent
-	sum uint64 // the extents' total length, kept as they change: total is asked on every buffered write
+	xs     []extent
+	sum    uint64                         // the extents' total length, kept as they change: total is asked on every buffered write
+	big    uint64                         // extents of at least big bytes count as big; 0: all are
+	bigSum uint64                         // the big extents' total length
+	small  map[uint64]map[uint64]struct{} // length → starts of the small extents
+}
+
+// track and untrack keep sum, bigSum and small in step with xs.
+func (s *extentSet) track(x extent) {
+	s.sum += x.length
+	if x.length >= s.big {
+		s.bigSum += x.length
+		return
+	}
+	if s.small == nil {
+		s.small = map[uint64]map[uint64]struct{}{}
+	}
+	m := s.small[x.length]
+	if m == nil {
+		m = map[uint64]struct{}{}
+		s.small[x.length] = m
+	}
+	m[x.start] = struct{}{}
+}
+
+func (s *extentSet) untrack(x extent) {
+	s.sum -= x.length
+	if x.length >= s.big {
+		s.bigSum -= x.length
+		return
+	}
+	delete(s.small[x.length], x.start)
+}
+
+// findSmall returns the start of a small extent of at least length bytes.
+func (s *extentSet) findSmall(length uint64) (uint64, bool) {
+	for l := length; l < s.big; l += SectorSize {
+		for start := range s.small[l] {
+			return start, true
+		}
+	}
+	return 0, false
 }
 
 // add inserts [start, start+length), which must not overlap the set.
@@ -20,22 +65,29 @@ func (s *extentSet) add(start, length uint64) bool {
 	if (i > 0 && s.xs[i-1].end() > start) || (i < len(s.xs) && start+length > s.xs[i].start) {
 		return false // overlap: a double free
 	}
-	s.sum += length
 	mergeLeft := i > 0 && s.xs[i-1].end() == start
 	mergeRight := i < len(s.xs) && start+length == s.xs[i].start
 	switch {
 	case mergeLeft && mergeRight:
+		s.untrack(s.xs[i-1])
+		s.untrack(s.xs[i])
 		s.xs[i-1].length += length + s.xs[i].length
+		s.track(s.xs[i-1])
 		s.xs = append(s.xs[:i], s.xs[i+1:]...)
 	case mergeLeft:
+		s.untrack(s.xs[i-1])
 		s.xs[i-1].length += length
+		s.track(s.xs[i-1])
 	case mergeRight:
+		s.untrack(s.xs[i])
 		s.xs[i].start = start
 		s.xs[i].length += length
+		s.track(s.xs[i])
 	default:
 		s.xs = append(s.xs, extent{})
 		copy(s.xs[i+1:], s.xs[i:])
 		s.xs[i] = extent{start, length}
+		s.track(s.xs[i])
 	}
 	return true
 }
@@ -47,19 +99,23 @@ func (s *extentSet) remove(start, length uint64) bool {
 		return false
 	}
 	x := s.xs[i]
-	s.sum -= length
+	s.untrack(x)
 	switch {
 	case x.start == start && x.length == length:
 		s.xs = append(s.xs[:i], s.xs[i+1:]...)
 	case x.start == start:
 		s.xs[i] = extent{start + length, x.length - length}
+		s.track(s.xs[i])
 	case x.end() == start+length:
 		s.xs[i].length -= length
+		s.track(s.xs[i])
 	default:
 		s.xs[i].length = start - x.start
+		s.track(s.xs[i])
 		s.xs = append(s.xs, extent{})
 		copy(s.xs[i+2:], s.xs[i+1:])
 		s.xs[i+1] = extent{start + length, x.end() - start - length}
+		s.track(s.xs[i+1])
 	}
 	return true
 }

@@ -142,7 +142,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	e := &Engine{
 		dev: d, geo: newGeometry(int(sb.NodeSize)), fsid: sb.Fsid, log: log,
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
-		alloc: newAllocator(sb.TotalBytes), trees: map[uint64]*Tree{},
+		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
 	}
 	rootTree := newTree(e, RootTreeID)

@@ -7,11 +7,16 @@ import "fmt"
 
 // SpaceInfo describes the device's space.
 type SpaceInfo struct {
-	Total     uint64 // device bytes
-	Free      uint64 // allocatable now
-	Pinned    uint64 // freed by transactions not yet durable: free after their commit
-	Reserve   uint64 // kept for deletes and commits; not available to data
-	Available uint64 // Free − Reserve: what new data may take
+	Total   uint64 // device bytes
+	Free    uint64 // allocatable now
+	Pinned  uint64 // freed by transactions not yet durable: free after their commit
+	Reserve uint64 // kept for deletes and commits; not available to data
+	// Available is what new data may take: every hole smaller than a
+	// node, and the extents a node fits in beyond Reserve.
+	Available uint64
+	// MetaAvailable is what new tree nodes may take outside Reserve: the
+	// extents a node fits in beyond it.
+	MetaAvailable uint64
 }
 
 // Space returns the device's space accounting: constant time (running
@@ -20,9 +25,9 @@ func (e *Engine) Space() SpaceInfo {
 	a := e.alloc
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := SpaceInfo{Total: a.size, Free: a.freeSet.total(), Pinned: a.pinnedSum, Reserve: a.reserve}
-	if s.Free > s.Reserve {
-		s.Available = s.Free - s.Reserve
+	s := SpaceInfo{Total: a.size, Free: a.freeSet.total(), Pinned: a.pinnedSum, Reserve: a.reserve, Available: a.dataAvailable()}
+	if a.freeSet.bigSum > a.reserve {
+		s.MetaAvailable = a.freeSet.bigSum - a.reserve
 	}
 	return s
 }
@@ -37,8 +42,8 @@ func (e *Engine) Space() SpaceInfo {
 // be emptied.
 func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
 	if metaBytes > 0 {
-		if s := e.Space(); s.Available < metaBytes {
-			return nil, fmt.Errorf("%w: %d bytes available, the operation may need %d", ErrNoSpace, s.Available, metaBytes)
+		if s := e.Space(); s.MetaAvailable < metaBytes {
+			return nil, fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d", ErrNoSpace, s.MetaAvailable, metaBytes)
 		}
 	}
 	tr, err := e.Start()
