@@ -46,9 +46,9 @@ fuzz:
 bench:
 	bash bench/ring-vs-fio.sh
 
-## run: the main job on a default file (for now the ring benchmark)
+## run: the main job — the service on ustore-data/ustore.img (created on first start)
 run: build
-	./ustore bench ring
+	./ustore serve
 
 ## jaeger: bin/jaeger, the trace store the tracing tests export to, built from
 ## the version tools/go.mod pins (a cold build takes minutes and ~2.3 GB of

@@ -9,7 +9,9 @@
 //	ustore.fsync (ctx from ContextWithRemoteParent(ctx, traceparent))
 //	├── logtree.sync_log      Contexts(n)
 //	└── journal.commit        Transid(t), Nodes(n)
-//	    └── a span a phase: write_data, write_nodes, flush, super
+//	    └── a span a phase: update_roots, write_nodes, flush, super
+//	        (write_data, the writeback before a commit, is a child of the
+//	        store.fsync or store.sync span beside it)
 //
 // # Cost when off
 //

@@ -124,7 +124,7 @@ func RecordCommit(d time.Duration) {
 }
 
 // RecordCommitPhase records the latency of one phase of a commit
-// ("write_data", "write_nodes", "flush", "super").
+// ("update_roots", "write_nodes", "flush", "super").
 func RecordCommitPhase(phase string, d time.Duration) {
 	if m := meters.Load(); m != nil {
 		m.commitPhase.Record(context.Background(), d.Seconds(), m.byPhase.get(phase)...)

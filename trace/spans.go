@@ -171,7 +171,7 @@ func Contexts(n int) attribute.KeyValue { return attribute.Int("ustore.contexts"
 // Op is a request's operation name ("create", "write", "fsync", ...).
 func Op(op string) attribute.KeyValue { return attribute.String("ustore.op", op) }
 
-// Phase is a commit phase ("write_data", "write_nodes", "flush", "super").
+// Phase is a commit phase ("update_roots", "write_nodes", "flush", "super").
 func Phase(phase string) attribute.KeyValue { return attribute.String("ustore.phase", phase) }
 
 // W3C trace context (https://www.w3.org/TR/trace-context/), the traceparent

@@ -25,7 +25,7 @@ func newBenchCommand() *cobra.Command {
 		Long:  "Run ustore's benchmarks. bench/ring-vs-fio.sh runs 'bench ring' beside fio on the same file.",
 		Args:  noArgs,
 	}
-	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand())
+	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand(), newBenchServiceCommand())
 	return c
 }
 

@@ -32,5 +32,6 @@ Exit codes: 0 success, 1 the command failed, 2 bad flags or arguments.`,
 		return usageError{err}
 	})
 	root.AddCommand(newVersionCommand(), newMkfsCommand(), newFsckCommand(), newServeCommand(), newBenchCommand())
+	root.AddCommand(newClientCommands()...)
 	return root
 }

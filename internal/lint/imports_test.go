@@ -45,6 +45,12 @@ var allowed = map[string][]string{
 	"internal/jaegertest": {},
 	// bench/storebench is the `ustore bench store` workloads on the filesystem.
 	"bench/storebench": {"store", "dev", "dev/devopen"},
+	// bench/servicebench is `ustore bench service`: a real server and
+	// client, the store in process, on a device file or a memdev.
+	"bench/servicebench": {"client", "proto", "server", "store", "dev", "dev/devopen", "dev/memdev"},
+	// bench/jaegershot is the traced client workload of
+	// bench/jaeger-screenshot.sh: a client of a running server.
+	"bench/jaegershot": {"client", "trace"},
 }
 
 // never lists what a package must not reach even transitively: the rules

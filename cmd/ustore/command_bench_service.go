@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ustore/bench/servicebench"
+	"ustore/dev/devopen"
+)
+
+func newBenchServiceCommand() *cobra.Command {
+	var (
+		socket, file, size, bs, fileSize, backend string
+		ops, systems                              []string
+		clients, depths                           []int
+		duration, warmup                          time.Duration
+		memdev, asJSON                            bool
+		seed                                      uint64
+		cpuProfile, progress                      string
+	)
+	c := &cobra.Command{
+		Use:   "service",
+		Short: "Measure the service: ops/s and latency through the client, the protocol and the server",
+		Long: `Measure the whole service — client, protocol over a Unix socket, server,
+store — with 4 KiB writes, 4 KiB reads and stats, for each number of clients
+(connections) and pipelining depth (requests each client keeps in flight),
+and report ops/s and p50/p99/p99.9 latency per cell.
+
+In the same run, each cell is also measured on two references:
+  store   the same op called directly on the same store, in this process,
+          by clients×depth goroutines: what the store itself costs
+  echo    a plain Unix-socket echo server answering requests of the op's
+          request-frame size with the op's response-frame size: the floor
+          a socket round trip sets (at depth 1 its client reads on the
+          caller's goroutine; deeper, a reader goroutine hands responses
+          back, as the real client does)
+and at depth 1 the service's median round trip is compared with the echo's:
+the goal is that the service adds at most 2 echo round trips beyond the
+store's own time.
+
+The server: by default one started in this process on --file (created and
+laid out to --size, written in full with O_DIRECT, then formatted: its
+contents are lost), or on an in-memory device with --memdev; or an external
+server with --socket (its store is not in this process, so the store
+reference is skipped; the run's files go in a directory of its own, removed
+at the end). Each client has its own --file-size file, written and synced
+before the first cell, so reads reach the device. Writes are synced after
+each write cell (untimed).
+
+Cells run for --duration each after a short warm-up; the defaults (3 ops ×
+3 client counts × 2 depths × 3 systems × 2 s) take about two minutes.`,
+		Example: `  ustore bench service
+  ustore bench service --op stat --clients 1 --depth 1 --duration 5s
+  ustore bench service --socket ustore-data/ustore.sock --systems service,echo --json
+  ustore bench service --memdev --duration 500ms`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var sz, b, fsz int64
+			for _, f := range []struct {
+				name, s string
+				v       *int64
+			}{{"size", size, &sz}, {"bs", bs, &b}, {"file-size", fileSize, &fsz}} {
+				v, err := parseBytes(f.s)
+				if err != nil {
+					return usageError{fmt.Errorf("--%s: %w", f.name, err)}
+				}
+				*f.v = v
+			}
+			be, err := devopen.ParseBackend(backend)
+			if err != nil {
+				return usageError{err}
+			}
+			if duration <= 0 {
+				return usageError{fmt.Errorf("--duration %v: want more than 0", duration)}
+			}
+			cfg := servicebench.Config{
+				Socket: socket, File: file, Memdev: memdev, Size: sz, Backend: be,
+				Ops: ops, Systems: systems, Clients: clients, Depths: depths,
+				Duration: duration, Warmup: warmup, BS: int(b), FileSize: fsz, Seed: seed,
+				Logger: quietLogger(),
+			}
+			if cmd.Flags().Changed("socket") && (cmd.Flags().Changed("file") || memdev) {
+				return usageError{fmt.Errorf("--socket drives an external server: --file and --memdev are for a server of the run's own")}
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{fmt.Errorf("servicebench: %w", err)}
+			}
+			stderr := cmd.ErrOrStderr()
+			if showProgress(progress, stderr) {
+				cfg.Phase = func(s string) { fmt.Fprintf(stderr, "\r\033[K%s\n", s) }
+				cfg.Progress = func(p servicebench.Progress) {
+					rate := 0.0
+					if p.Elapsed > 0 {
+						rate = float64(p.Ops) / p.Elapsed.Seconds()
+					}
+					fmt.Fprintf(stderr, "\r\033[K[%d/%d] %-7s %-5s %3d clients × depth %-3d %4.1fs/%.1fs %9.0f ops/s",
+						p.Cell, p.Cells, p.System, p.Op, p.Clients, p.Depth, p.Elapsed.Seconds(), p.Duration.Seconds(), rate)
+				}
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			rep, runErr := servicebench.Run(cfg)
+			if cfg.Progress != nil {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			// What finished is printed even when a later cell failed.
+			if rep != nil && len(rep.Results) > 0 {
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(rep); err != nil {
+						return err
+					}
+				} else {
+					servicebench.WriteText(cmd.OutOrStdout(), rep)
+				}
+			}
+			return runErr
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&socket, "socket", "", "drive the external server on this socket instead of starting one")
+	f.StringVar(&file, "file", "ustore-data/bench-service.img", "device file of the server the run starts (laid out and formatted: its contents are lost)")
+	f.StringVar(&size, "size", "1G", "size of --file (or of --memdev)")
+	f.BoolVar(&memdev, "memdev", false, "run the server on an in-memory device instead of --file")
+	f.StringVar(&backend, "backend", "auto", "I/O backend of --file: auto, io_uring, syscall")
+	f.StringSliceVar(&ops, "op", servicebench.Ops, "ops: read, stat, write (run in this order)")
+	f.StringSliceVar(&systems, "systems", servicebench.Systems, "systems: service, store (in-process reference), echo (the floor)")
+	f.IntSliceVar(&clients, "clients", []int{1, 8, 64}, "client counts (connections)")
+	f.IntSliceVar(&depths, "depth", []int{1, 16}, "requests each client keeps in flight")
+	f.DurationVar(&duration, "duration", 2*time.Second, "measured time per cell")
+	f.DurationVar(&warmup, "warmup", 0, "untimed warm-up per cell (0: a tenth of --duration, at most 200ms)")
+	f.StringVar(&bs, "bs", "4k", "bytes per write and read")
+	f.StringVar(&fileSize, "file-size", "4M", "size of each client's file")
+	f.Uint64Var(&seed, "seed", 1, "seed of the offsets and the data")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	f.StringVar(&progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
+	return c
+}
