@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -375,6 +376,30 @@ func TestClient_Errors(t *testing.T) {
 	if exitCode(err) != 1 || !strings.HasPrefix(message(err), want) || strings.Contains(message(err), "\n") {
 		t.Fatalf("no server: %q", message(err))
 	}
+	// A socket nobody listens on any more; a server that never answers
+	// the handshake, with --timeout shorter than the connection's own bound.
+	stale := filepath.Join(t.TempDir(), "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	_, _, err = runIO(t, nil, "df", "--socket", stale)
+	if exitCode(err) != 1 || !strings.HasPrefix(message(err), "ustore: connect to "+stale+": connection refused (is the server running?") {
+		t.Fatalf("a stale socket: %q", message(err))
+	}
+	mute := filepath.Join(t.TempDir(), "mute.sock")
+	ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: mute, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, _, err = runIO(t, nil, "sync", "--socket", mute, "--timeout", "100ms")
+	if exitCode(err) != 1 || !strings.HasPrefix(message(err), "ustore: connect to "+mute+": no answer within 100ms") {
+		t.Fatalf("a server that does not answer: %q", message(err))
+	}
+
 	// $USTORE_SOCKET is the default; --socket wins over it.
 	t.Setenv(socketEnv, sock)
 	if out, _, err := runIO(t, nil, "ls"); err != nil || out != "dir\nfile\n" {
