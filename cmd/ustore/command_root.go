@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -13,7 +14,8 @@ func (e usageError) Unwrap() error { return e.error }
 
 func isUsage(err error) bool {
 	var u usageError
-	return errors.As(err, &u)
+	// cobra reports a mistyped subcommand as a plain error.
+	return errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command ")
 }
 
 func newRootCommand() *cobra.Command {

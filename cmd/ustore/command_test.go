@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,5 +110,17 @@ func TestCommand_MkfsFsck(t *testing.T) {
 	}
 	if _, err := run(t, "mkfs", "a", "b"); !isUsage(err) {
 		t.Errorf("two paths: %v, want a usage error", err)
+	}
+}
+
+// A mistyped command is a usage error (exit 2), like a bad flag.
+func TestRoot_UnknownCommandIsUsage(t *testing.T) {
+	root := newRootCommand()
+	root.SetArgs([]string{"rmdir", "/x"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.Execute()
+	if err == nil || !isUsage(err) {
+		t.Fatalf("got %v, want a usage error", err)
 	}
 }
