@@ -203,8 +203,8 @@ func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 		return nil, c.Err()
 	}
 	cl := &call{id: c.nextID.Add(1), op: req.Op(), res: make(chan result, 1)}
-	buf := getBuf(sizeHint(req))
-	defer putBuf(buf)
+	buf := proto.GetBuffer(sizeHint(req))
+	defer proto.PutBuffer(buf)
 	b, err := proto.AppendRequest(*buf, cl.id, c.traceparent(ctx), req)
 	if err != nil {
 		<-c.slots
@@ -240,7 +240,7 @@ func sizeHint(req proto.Request) int {
 	case *proto.Put:
 		return header + len(r.Path) + len(r.Data)
 	}
-	return bufSmall
+	return proto.BufferSmall
 }
 
 // await waits for cl's result. When ctx ends first, the call is abandoned
@@ -266,13 +266,13 @@ func (c *Client) abandon(cl *call) {
 	}
 	select {
 	case r := <-cl.res:
-		putBuf(r.buf)
+		proto.PutBuffer(r.buf)
 	default:
 	}
 }
 
 // do sends req and waits for its reply. The reply's byte slices alias the
-// returned buffer, which the caller gives back (putBuf) when done with them.
+// returned buffer, which the caller gives back (proto.PutBuffer) when done with them.
 func (c *Client) do(ctx context.Context, req proto.Request) (proto.Reply, *[]byte, error) {
 	cl, err := c.send(ctx, req)
 	if err != nil {
@@ -289,14 +289,14 @@ func (c *Client) doAttr(ctx context.Context, req proto.Request) (proto.Attr, err
 		return proto.Attr{}, err
 	}
 	a := *rep.(*proto.Attr)
-	putBuf(buf)
+	proto.PutBuffer(buf)
 	return a, nil
 }
 
 // doEmpty is do for the ops that answer only their status.
 func (c *Client) doEmpty(ctx context.Context, req proto.Request) error {
 	_, buf, err := c.do(ctx, req)
-	putBuf(buf)
+	proto.PutBuffer(buf)
 	return err
 }
 
@@ -305,16 +305,16 @@ func (c *Client) doEmpty(ctx context.Context, req proto.Request) error {
 func (c *Client) readLoop() {
 	defer close(c.done)
 	for {
-		buf := frameBuffer(c.br, c.limits.FrameSizeMax)
+		buf := proto.FrameBuffer(c.br, c.limits.FrameSizeMax)
 		f, err := proto.ReadFrame(c.br, proto.KindResponse, c.limits.FrameSizeMax, *buf)
 		if err != nil {
-			putBuf(buf)
+			proto.PutBuffer(buf)
 			c.fail(fmt.Errorf("read: %w", err))
 			return
 		}
 		if f.ID == 0 {
 			// About the connection: the server closes after it.
-			putBuf(buf)
+			proto.PutBuffer(buf)
 			c.fail(fmt.Errorf("the server closed the connection: %w", proto.Err(f.Status, f.Message)))
 			return
 		}
@@ -322,26 +322,26 @@ func (c *Client) readLoop() {
 		if f.Status == proto.StatusOK {
 			r.reply, err = proto.DecodeReply(f.Op, f.Payload)
 			if err != nil {
-				putBuf(buf)
+				proto.PutBuffer(buf)
 				c.fail(fmt.Errorf("response to request %d: %w", f.ID, err))
 				return
 			}
 			r.buf = buf
 		} else {
 			r.err = proto.Err(f.Status, f.Message)
-			putBuf(buf)
+			proto.PutBuffer(buf)
 		}
 		c.mu.Lock()
 		cl, ok := c.pending[f.ID]
 		if !ok || cl.op != f.Op {
 			c.mu.Unlock()
-			putBuf(r.buf)
+			proto.PutBuffer(r.buf)
 			c.fail(fmt.Errorf("%w: a response (op %v) for request %d, which is not in flight", proto.ErrMalformed, f.Op, f.ID))
 			return
 		}
 		delete(c.pending, f.ID)
 		if cl.abandoned {
-			putBuf(r.buf)
+			proto.PutBuffer(r.buf)
 		} else {
 			cl.res <- r
 		}

@@ -17,7 +17,8 @@
 // Files, by concept: client.go (dial, the call machinery, the response
 // reader), ops.go (one method per op), stream.go (chunked transfers:
 // Write, Read, Put, Get), reader.go and writer.go (Reader and Writer,
-// streams of a file), buffers.go, errors.go.
+// streams of a file), errors.go. Frame buffers are proto's
+// (proto/buffers.go), shared with the server.
 //
 // # Pipelining
 //

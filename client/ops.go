@@ -60,7 +60,7 @@ func (c *Client) ReadDir(ctx context.Context, dir, cookie uint64, n int) ([]prot
 	if err != nil {
 		return nil, err
 	}
-	putBuf(buf) // entries' names are strings: copies
+	proto.PutBuffer(buf) // entries' names are strings: copies
 	return rep.(*proto.ReadDirReply).Entries, nil
 }
 
@@ -89,7 +89,7 @@ func (c *Client) StatFS(ctx context.Context) (proto.StatFSReply, error) {
 		return proto.StatFSReply{}, err
 	}
 	r := *rep.(*proto.StatFSReply)
-	putBuf(buf)
+	proto.PutBuffer(buf)
 	return r, nil
 }
 

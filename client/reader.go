@@ -44,7 +44,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 		if r.err != nil {
 			return 0, r.err
 		}
-		putBuf(r.curBuf)
+		proto.PutBuffer(r.curBuf)
 		r.curBuf = nil
 		r.fill()
 		if len(r.q) == 0 {
@@ -93,7 +93,7 @@ func (r *Reader) fill() {
 func (r *Reader) Close() error {
 	r.c.abandonAll(r.q)
 	r.q = nil
-	putBuf(r.curBuf)
+	proto.PutBuffer(r.curBuf)
 	r.cur, r.curBuf = nil, nil
 	if r.err == nil {
 		r.err = ErrClosed

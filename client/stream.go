@@ -39,7 +39,7 @@ type chunk struct {
 func (c *Client) abandonAll(q []chunk) {
 	for _, ch := range q {
 		c.abandon(ch.cl)
-		putBuf(ch.buf)
+		proto.PutBuffer(ch.buf)
 	}
 }
 
@@ -70,7 +70,7 @@ func (c *Client) pipeline(ctx context.Context, total, size int,
 			return done, err
 		}
 		got := take(h.pos, h.n, r.reply)
-		putBuf(r.buf)
+		proto.PutBuffer(r.buf)
 		done += got
 		if got < h.n {
 			return done, nil
@@ -127,7 +127,7 @@ func (c *Client) writeOnce(ctx context.Context, ino, off uint64, data []byte, fl
 			return done, err
 		}
 		n := int(rep.(*proto.WriteReply).N)
-		putBuf(buf)
+		proto.PutBuffer(buf)
 		done += n
 		switch {
 		case done >= len(data):
@@ -150,7 +150,7 @@ func (c *Client) Read(ctx context.Context, ino, off uint64, buf []byte) (int, er
 			return 0, err
 		}
 		n := copy(buf, rep.(*proto.ReadReply).Data)
-		putBuf(b)
+		proto.PutBuffer(b)
 		return n, nil
 	}
 	return c.pipeline(ctx, len(buf), size,
@@ -196,7 +196,7 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, error) {
 		ino, size := g.Attr.Ino, g.Attr.Size
 		out := make([]byte, max(size, uint64(len(g.Data))))
 		first := copy(out, g.Data)
-		putBuf(buf)
+		proto.PutBuffer(buf)
 		if uint64(first) >= size {
 			return out[:first], nil
 		}

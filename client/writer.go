@@ -59,7 +59,7 @@ func (c *Client) OpenWriter(ctx context.Context, path string, fsync bool) (*Writ
 		return nil, err
 	}
 	return &Writer{c: c, ctx: ctx, path: path, dir: d.Ino, name: name, tmp: tmp, ino: a.Ino, fsync: fsync,
-		chunk: getBuf(bufLarge)}, nil
+		chunk: proto.GetBuffer(proto.FrameSizeMax)}, nil
 }
 
 // splitPath splits path into its directory and its last component, as the
@@ -119,7 +119,7 @@ func (w *Writer) sendChunk() {
 	}
 	w.q = append(w.q, chunk{cl: cl, pos: int(w.off), n: len(data), buf: w.chunk})
 	w.off += uint64(len(data))
-	w.chunk = getBuf(bufLarge)
+	w.chunk = proto.GetBuffer(proto.FrameSizeMax)
 }
 
 // awaitOldest waits for the oldest write in flight. A short one is written
@@ -127,14 +127,14 @@ func (w *Writer) sendChunk() {
 func (w *Writer) awaitOldest() {
 	h := w.q[0]
 	w.q = w.q[1:]
-	defer putBuf(h.buf)
+	defer proto.PutBuffer(h.buf)
 	r, err := w.c.await(w.ctx, h.cl)
 	if err != nil {
 		w.err = err
 		return
 	}
 	n := int(r.reply.(*proto.WriteReply).N)
-	putBuf(r.buf)
+	proto.PutBuffer(r.buf)
 	if n < h.n {
 		if _, err := w.c.writeOnce(w.ctx, w.ino, uint64(h.pos+n), (*h.buf)[n:h.n], 0); err != nil {
 			w.err = err
@@ -195,7 +195,7 @@ func (w *Writer) Abort() error {
 func (w *Writer) release() {
 	w.c.abandonAll(w.q)
 	w.q = nil
-	putBuf(w.chunk)
+	proto.PutBuffer(w.chunk)
 	w.chunk = nil
 	if w.err == nil {
 		return

@@ -11,7 +11,8 @@
 // frame.go (frames drawn in ASCII), traceparent.go, ops.go, status.go,
 // errors.go, codec.go (the primitive encodings), request.go and
 // request_{namespace,attr,io}.go (request payloads), reply.go, attr.go and
-// replies.go (reply payloads).
+// replies.go (reply payloads), buffers.go (pooled frame buffers for the
+// server and the client, sized before a frame is read).
 //
 // # A connection
 //

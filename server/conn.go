@@ -192,10 +192,10 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 		case <-c.stopCh:
 			return c.lastFrame(0, 0, proto.StatusShutdown, "the server is shutting down")
 		}
-		buf := frameBuffer(c.br, limits.FrameSizeMax)
+		buf := proto.FrameBuffer(c.br, limits.FrameSizeMax)
 		f, err := proto.ReadFrame(c.br, proto.KindRequest, limits.FrameSizeMax, *buf)
 		if err != nil {
-			putBuf(buf)
+			proto.PutBuffer(buf)
 			<-c.slots
 			return c.readFailed(err)
 		}
@@ -205,7 +205,7 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 		req, err := proto.DecodeRequest(f.Op, f.Payload)
 		switch {
 		case errors.Is(err, proto.ErrUnknownOp):
-			putBuf(buf)
+			proto.PutBuffer(buf)
 			if !c.track(f.ID) {
 				<-c.slots
 				return c.lastFrame(0, 0, proto.StatusBadMessage, fmt.Sprintf("request id %d is already in flight", f.ID))
@@ -213,7 +213,7 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 			c.respond(f.ID, f.Op, nil, nil, err)
 			continue
 		case err != nil:
-			putBuf(buf)
+			proto.PutBuffer(buf)
 			<-c.slots
 			c.log.Warn("malformed request; closing the connection", "id", f.ID, "op", f.Op, "err", err)
 			if c.isInflight(f.ID) {
@@ -222,7 +222,7 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 			return c.lastFrame(f.ID, f.Op, proto.StatusBadMessage, err.Error())
 		}
 		if !c.track(f.ID) {
-			putBuf(buf)
+			proto.PutBuffer(buf)
 			<-c.slots
 			c.log.Warn("request id reused while in flight; closing the connection", "id", f.ID)
 			return c.lastFrame(0, 0, proto.StatusBadMessage, fmt.Sprintf("request id %d is already in flight", f.ID))
@@ -261,7 +261,7 @@ func (c *conn) lastFrame(id uint64, op proto.Op, s proto.Status, msg string) *re
 	if id == 0 {
 		op = 0
 	}
-	buf := getBuf(0)
+	buf := proto.GetBuffer(0)
 	b, err := proto.AppendResponse(*buf, id, op, s, msg, nil)
 	assert.That(err == nil, "server: a failed response does not encode")
 	*buf = b
@@ -291,7 +291,7 @@ func (c *conn) isInflight(id uint64) bool {
 // holds the request's slot, which the writer gives back.
 func (c *conn) respond(id uint64, op proto.Op, out *[]byte, reply proto.Reply, err error) {
 	if out == nil {
-		out = getBuf(0)
+		out = proto.GetBuffer(0)
 	}
 	*out = encodeResponse((*out)[:0], id, op, reply, err, c.log)
 	c.out <- response{buf: out, id: id, slot: true}
@@ -322,7 +322,7 @@ func (c *conn) writeLoop() {
 				c.cancel()
 			}
 		}
-		putBuf(r.buf)
+		proto.PutBuffer(r.buf)
 		if r.slot {
 			<-c.slots
 		}

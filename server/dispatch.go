@@ -76,7 +76,7 @@ func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[
 	}
 	reply, out, err := c.s.dispatch(ctx, req, limits)
 	end(err)
-	putBuf(reqBuf)
+	proto.PutBuffer(reqBuf)
 	c.respond(id, req.Op(), out, reply, err)
 }
 
@@ -229,7 +229,7 @@ func read(st *store.Store, r *proto.Read, limits proto.Limits) (proto.Reply, *[]
 	if r.Len > limits.IOSizeMax() {
 		return nil, nil, tooBig("read", int(r.Len), limits)
 	}
-	out := getBuf(responseHeaderSize + int(r.Len))
+	out := proto.GetBuffer(responseHeaderSize + int(r.Len))
 	data := (*out)[responseHeaderSize : responseHeaderSize+int(r.Len)]
 	n, err := st.Read(r.Ino, r.Off, data)
 	if err != nil {
@@ -255,11 +255,11 @@ func get(st *store.Store, r *proto.Get, limits proto.Limits) (proto.Reply, *[]by
 		}
 		n := int(min(a.Size, uint64(limits.IOSizeMax())))
 		const at = responseHeaderSize + attrSize
-		out := getBuf(at + n)
+		out := proto.GetBuffer(at + n)
 		data := (*out)[at : at+n]
 		got, err := st.Read(a.Ino, 0, data)
 		if errors.Is(err, fs.ErrNotExist) && try < getRetries {
-			putBuf(out)
+			proto.PutBuffer(out)
 			continue
 		}
 		if err != nil {

@@ -11,8 +11,8 @@
 // listen.go (the socket file: stale sockets, mode, group), peer_cred.go
 // (SO_PEERCRED, SO_PEERGROUPS, the allow-list), device_lock.go (one server
 // per device), conn.go (a connection: handshake, reader, writer),
-// dispatch.go (a request → a store call → a reply), buffers.go (frame
-// buffer pools), limits.go (every bound and why), errors.go.
+// dispatch.go (a request → a store call → a reply), limits.go (every bound
+// and why), errors.go. Frame buffers are proto's (proto/buffers.go).
 //
 // # A connection
 //
@@ -58,7 +58,7 @@
 //     Server.connSem; TestServer_Backpressure_StopsReading)
 //  2. A frame's size is checked against the negotiated limit before any
 //     buffer is chosen for it; a refused size allocates nothing.
-//     (proto.ReadFrame; frameBuffer; TestServer_AbsurdLength_AllocatesNothing)
+//     (proto.ReadFrame; proto.FrameBuffer; TestServer_AbsurdLength_AllocatesNothing)
 //  3. Every request read gets exactly one response, unless the connection
 //     ends first; a request id is in flight from the read of its frame until
 //     its response is about to be written, and a reused id is a protocol

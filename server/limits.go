@@ -1,10 +1,6 @@
 package server
 
-import (
-	"time"
-
-	"ustore/proto"
-)
+import "time"
 
 // Every bound of the server, with its reason. The protocol's own bounds
 // (frame size, in-flight requests, names, paths) are in proto/limits.go;
@@ -44,15 +40,6 @@ const (
 	// socketPathMax is the longest socket path (sun_path holds 108 bytes
 	// with its NUL).
 	socketPathMax = 107
-)
-
-// Frame buffer size classes (buffers.go): most requests and responses are
-// small; 4 KiB writes and reads fit the middle class; only large data
-// needs a whole frame.
-const (
-	bufSmall  = 8 << 10
-	bufMedium = 128 << 10
-	bufLarge  = proto.FrameSizeMax
 )
 
 // responseHeaderSize is the size of a response frame's header with no

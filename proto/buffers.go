@@ -1,0 +1,78 @@
+package proto
+
+import (
+	"bufio"
+	"encoding/binary"
+	"sync"
+)
+
+// Frame buffers for the server and the client, which read and write frames
+// the same way: pooled by size class, and sized for a frame before it is
+// read without trusting a size over the limit.
+
+// Frame buffer size classes: most frames are small; 4 KiB writes and reads
+// fit the middle class; only large data needs a whole frame.
+const (
+	BufferSmall  = 8 << 10
+	bufferMedium = 128 << 10
+	bufferLarge  = FrameSizeMax
+)
+
+// Frame buffers come from three pools by size class, so that a connection
+// in a steady state allocates nothing per request, and a 4 KiB request does
+// not pin a 1 MiB buffer.
+var bufferPools = [3]sync.Pool{
+	{New: func() any { b := make([]byte, 0, BufferSmall); return &b }},
+	{New: func() any { b := make([]byte, 0, bufferMedium); return &b }},
+	{New: func() any { b := make([]byte, 0, bufferLarge); return &b }},
+}
+
+// GetBuffer returns an empty buffer with room for n bytes (n ≤ bufferLarge).
+func GetBuffer(n int) *[]byte {
+	var b *[]byte
+	switch {
+	case n <= BufferSmall:
+		b = bufferPools[0].Get().(*[]byte)
+	case n <= bufferMedium:
+		b = bufferPools[1].Get().(*[]byte)
+	default:
+		b = bufferPools[2].Get().(*[]byte)
+	}
+	*b = (*b)[:0]
+	return b
+}
+
+// PutBuffer returns b to its pool. A buffer that grew past its class (it
+// cannot: appends stay within the room asked for) goes to the class of its
+// capacity.
+func PutBuffer(b *[]byte) {
+	if b == nil {
+		return
+	}
+	switch c := cap(*b); {
+	case c >= bufferLarge:
+		bufferPools[2].Put(b)
+	case c >= bufferMedium:
+		bufferPools[1].Put(b)
+	case c >= BufferSmall:
+		bufferPools[0].Put(b)
+	}
+}
+
+// FrameBuffer returns a buffer for the next frame on r: its size is peeked
+// (4 bytes) and, when it is within frameSizeMax, a buffer of its class is
+// taken; otherwise a small one, which ReadFrame will not even use, since it
+// refuses the size before reading further. Nothing is allocated by a size
+// read from the wire that is over the limit. A failed peek returns a small
+// buffer and lets ReadFrame report the error.
+func FrameBuffer(r *bufio.Reader, frameSizeMax uint32) *[]byte {
+	h, err := r.Peek(4)
+	if err != nil {
+		return GetBuffer(0)
+	}
+	size := binary.LittleEndian.Uint32(h)
+	if size > frameSizeMax {
+		return GetBuffer(0)
+	}
+	return GetBuffer(int(size))
+}
