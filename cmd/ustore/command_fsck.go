@@ -10,6 +10,7 @@ import (
 
 	"ustore/dev/devopen"
 	"ustore/engine"
+	"ustore/server"
 	"ustore/store"
 )
 
@@ -27,8 +28,10 @@ checksums, fill bounds, and that referenced space plus free space is the whole
 device with no block referenced twice; every file extent has its data
 checksums; and the namespace: every name is a matching directory item, index
 item and inode back-reference, link counts and directory sizes match the
-names, and extents add up to each file's byte count. fsck changes nothing. It exits 0 when
-the filesystem is clean and 1 when it found problems, which it prints.`,
+names, and extents add up to each file's byte count. fsck changes nothing.
+It exits 0 when the filesystem is clean and 1 when it found problems, which
+it prints. A device a running 'ustore serve' holds is refused: stop the
+server first.`,
 		Args: maxOneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := deviceArg(args)
@@ -39,6 +42,13 @@ the filesystem is clean and 1 when it found problems, which it prints.`,
 			if _, err := os.Stat(path); err != nil {
 				return err
 			}
+			// A running server changes the device under fsck's feet: its
+			// report would be of no state at all.
+			lock, err := server.LockDevice(path)
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
 			d, _, err := devopen.Open(path, devopen.Options{Backend: b, Logger: quietLogger()})
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ustore/dev/devopen"
+	"ustore/server"
 	"ustore/store"
 )
 
@@ -21,7 +22,8 @@ func newMkfsCommand() *cobra.Command {
 an empty fs tree, checksum tree and free space tree, generation 1.
 
 A missing file is created, sparse, of --size bytes; a smaller file is
-extended. A block device keeps its own size. Everything on the device is lost.`,
+extended. A block device keeps its own size. Everything on the device is lost.
+A device a running 'ustore serve' holds is refused.`,
 		Example: `  ustore mkfs                                   # ustore-data/ustore.img, 1 GiB
   ustore mkfs --size 16G --nodesize 64k /srv/ustore.img`,
 		Args: maxOneArg,
@@ -41,6 +43,14 @@ extended. A block device keeps its own size. Everything on the device is lost.`,
 			}
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return err
+			}
+			// Never format under a running server.
+			if _, err := os.Stat(path); err == nil {
+				lock, err := server.LockDevice(path)
+				if err != nil {
+					return err
+				}
+				defer lock.Close()
 			}
 			d, _, err := devopen.Open(path, devopen.Options{Size: sz, Backend: b, Logger: quietLogger()})
 			if err != nil {

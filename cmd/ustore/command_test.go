@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"ustore/bench/ringbench"
+	"ustore/server"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -122,5 +124,27 @@ func TestRoot_UnknownCommandIsUsage(t *testing.T) {
 	err := root.Execute()
 	if err == nil || !isUsage(err) {
 		t.Fatalf("got %v, want a usage error", err)
+	}
+}
+
+// mkfs and fsck refuse a device a server holds: mkfs would destroy its
+// data, fsck would check a device changing under it.
+func TestCommand_MkfsFsck_RefuseADeviceInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.img")
+	if out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", path); err != nil {
+		t.Fatalf("mkfs: %v\n%s", err, out)
+	}
+	lock, err := server.LockDevice(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"mkfs", "--size", "64M", path}, {"fsck", path}} {
+		if _, err := run(t, args...); !errors.Is(err, server.ErrDeviceInUse) {
+			t.Errorf("%v with the device locked: %v, want ErrDeviceInUse", args, err)
+		}
+	}
+	lock.Close()
+	if out, err := run(t, "fsck", path); err != nil {
+		t.Fatalf("fsck after the lock is gone: %v\n%s", err, out)
 	}
 }
