@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"ustore/trace"
 )
 
 // reactorState is what only the reactor goroutine touches.
@@ -245,6 +247,9 @@ func (r *Ring) submitAndWait(rs *reactorState) {
 	}
 	r.stats.enters.Add(1)
 	r.stats.submitted.Add(uint64(toSubmit))
+	if toSubmit > 0 {
+		trace.RecordRingBatch(int(toSubmit))
+	}
 	n, errno := k.enter(toSubmit, minComplete, enterGetEvents)
 	r.state.Store(stateRunning)
 	switch errno {
@@ -265,6 +270,9 @@ func (r *Ring) submitOnly() bool {
 	toSubmit := k.sqeTail - atomic.LoadUint32(k.sqHead)
 	r.stats.enters.Add(1)
 	r.stats.submitted.Add(uint64(toSubmit))
+	if toSubmit > 0 {
+		trace.RecordRingBatch(int(toSubmit))
+	}
 	_, errno := k.enter(toSubmit, 0, enterGetEvents)
 	switch errno {
 	case 0:
