@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
 	"ustore/dev"
 	"ustore/engine"
@@ -116,7 +117,7 @@ func (s *Store) dirtyPageLocked(in *inode, b uint64, whole bool) (p *page, creat
 		}
 	}
 	if len(in.pages.dirty) == 0 {
-		in.pages.dirtySince = timeNow()
+		in.pages.dirtySince = time.Now()
 		s.wb.markDirty(in)
 	}
 	in.pages.dirty[b] = p

@@ -1,7 +1,7 @@
 package store
 
 import (
-	"bytes"
+	"strings"
 	"syscall"
 
 	"ustore/engine"
@@ -17,7 +17,7 @@ func checkName(name string) error {
 		return syscall.ENAMETOOLONG
 	case name == "." || name == "..":
 		return syscall.EINVAL
-	case bytes.IndexByte([]byte(name), '/') >= 0 || bytes.IndexByte([]byte(name), 0) >= 0:
+	case strings.ContainsAny(name, "/\x00"):
 		return syscall.EINVAL
 	}
 	return nil

@@ -47,12 +47,23 @@ func (s *Store) startMeta(meta uint64) (*engine.Trans, error) {
 // would unpin space that earlier transactions freed (an unlink's). Called
 // before any inode lock is taken: a commit waits for every handle.
 func (s *Store) makeRoom() error {
-	sp := s.e.Space()
-	if sp.Pinned == 0 || sp.Available >= s.opMeta+uint64(s.wb.reservedBytes()) {
+	if s.e.Space().Available >= s.opMeta+uint64(s.wb.reservedBytes()) {
 		return nil
 	}
-	_, err := s.e.Commit(s.ctx)
+	_, err := s.commitToUnpin()
 	return err
+}
+
+// commitToUnpin commits if transactions not yet durable have freed space:
+// a commit makes it allocatable. It reports whether it committed. The
+// caller holds no transaction handle and no inode lock a handle holder may
+// wait for (a commit waits for every handle).
+func (s *Store) commitToUnpin() (bool, error) {
+	if s.e.Space().Pinned == 0 {
+		return false, nil
+	}
+	_, err := s.e.Commit(s.ctx)
+	return true, err
 }
 
 // lockAll locks the inodes' mu in ascending ino order (each once).

@@ -4,7 +4,7 @@ import "sync/atomic"
 
 type storeStats struct {
 	fsyncCommitted, fsyncCommit     atomic.Uint64
-	writebackBlocks, writebackNanos atomic.Uint64
+	writebackBlocks                 atomic.Uint64
 	writebackErrors, extentsWritten atomic.Uint64
 	csumErrors                      atomic.Uint64
 }

@@ -1,6 +1,10 @@
 package store
 
-import "ustore/engine"
+import (
+	"time"
+
+	"ustore/engine"
+)
 
 // truncateLocked sets in's size (wbMu and mu held, tr running). Shrinking
 // drops the pages and extents past the new end and zeroes the rest of the
@@ -62,7 +66,7 @@ func (s *Store) dropPages(in *inode, first uint64) {
 	}
 	s.wb.unreserve(n)
 	if len(in.pages.dirty) == 0 {
-		in.pages.dirtySince = timeZero
+		in.pages.dirtySince = time.Time{}
 		if in.pages.empty() {
 			s.wb.markClean(in)
 		}

@@ -41,7 +41,7 @@ func (s *Store) writebackInode(in *inode) error {
 	}
 	pages := in.pages.dirty
 	in.pages.dirty = map[uint64]*page{}
-	in.pages.dirtySince = timeZero
+	in.pages.dirtySince = time.Time{}
 	for b, p := range pages {
 		in.pages.wb[b] = p
 	}
@@ -53,35 +53,33 @@ func (s *Store) writebackInode(in *inode) error {
 		blocks = append(blocks, b)
 	}
 	slices.Sort(blocks)
-	start := time.Now()
 	err := s.writeBlocks(in, pages, blocks, size)
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	done := 0
-	for b, p := range pages {
-		if in.pages.wb[b] != p {
-			continue
-		}
-		delete(in.pages.wb, b)
-		if err == nil || in.deleted {
-			freePage(p)
-			done++
-			continue
-		}
-		// Failed: the page is dirty again, unless a newer one is.
-		if in.pages.dirty[b] == nil {
-			if len(in.pages.dirty) == 0 {
-				in.pages.dirtySince = timeNow()
-				s.wb.markDirty(in)
+	if err == nil || in.deleted {
+		s.releaseWritten(in, pages, blocks)
+	} else {
+		done := 0
+		for b, p := range pages {
+			if in.pages.wb[b] != p {
+				continue // released with its batch
 			}
-			in.pages.dirty[b] = p
-		} else {
-			freePage(p)
-			done++
+			delete(in.pages.wb, b)
+			// Failed: the page is dirty again, unless a newer one is.
+			if in.pages.dirty[b] == nil {
+				if len(in.pages.dirty) == 0 {
+					in.pages.dirtySince = time.Now()
+					s.wb.markDirty(in)
+				}
+				in.pages.dirty[b] = p
+			} else {
+				freePage(p)
+				done++
+			}
 		}
+		s.wb.unreserve(done)
 	}
-	s.wb.unreserve(done)
 	if in.pages.empty() {
 		s.wb.markClean(in)
 	}
@@ -91,8 +89,23 @@ func (s *Store) writebackInode(in *inode) error {
 		return err
 	}
 	s.stats.writebackBlocks.Add(uint64(len(blocks)))
-	s.stats.writebackNanos.Add(uint64(time.Since(start)))
 	return nil
+}
+
+// releaseWritten frees the pages of blocks that are written and mapped —
+// readers find their data in the tree now — unless the writeback set holds
+// a different page for the block by then (in.mu held). Their budget goes
+// back to writers.
+func (s *Store) releaseWritten(in *inode, pages map[uint64]*page, blocks []uint64) {
+	n := 0
+	for _, b := range blocks {
+		if p := pages[b]; in.pages.wb[b] == p {
+			delete(in.pages.wb, b)
+			freePage(p)
+			n++
+		}
+	}
+	s.wb.unreserve(n)
 }
 
 // writeBlocks writes pages (blocks, sorted) of in, whose size was size
@@ -184,19 +197,15 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 	go func() {
 		defer close(released)
 		for batch := range mapped {
-			in.mu.Lock()
-			n := 0
+			var bs []uint64
 			for _, r := range batch {
 				for b := r.first; b < r.first+r.count; b++ {
-					if p := pages[b]; in.pages.wb[b] == p {
-						delete(in.pages.wb, b)
-						freePage(p)
-						n++
-					}
+					bs = append(bs, b)
 				}
 			}
+			in.mu.Lock()
+			s.releaseWritten(in, pages, bs)
 			in.mu.Unlock()
-			s.wb.unreserve(n)
 		}
 	}()
 	var failed atomic.Bool
@@ -269,12 +278,15 @@ func (s *Store) writeBatch(in *inode, exts []newExtent, end, size uint64) error 
 		// blocks, and try again.
 		var split bool
 		if errors.Is(err, engine.ErrNoSpace) && !errors.Is(err, engine.ErrReadOnly) {
-			if !committed && s.e.Space().Pinned > 0 {
+			if !committed {
 				committed = true
-				if _, cerr := s.e.Commit(s.ctx); cerr != nil {
+				did, cerr := s.commitToUnpin()
+				if cerr != nil {
 					return cerr
 				}
-				continue
+				if did {
+					continue
+				}
 			}
 			exts, split = halveExtents(exts)
 		}
@@ -410,10 +422,6 @@ func (s *Store) writeInline(in *inode, data []byte, size uint64) error {
 	return nil
 }
 
-var timeZero time.Time
-
-func timeNow() time.Time { return time.Now() }
-
 // wbState is the store's dirty data accounting: the budget of buffered
 // pages (memory), the device space promised to them (so that a write that
 // cannot be written back fails with ENOSPC when it is made, not later),
@@ -480,13 +488,17 @@ func (w *wbState) reserve(n int, wait bool) error {
 	}
 	if err := w.spaceLocked(n); err != nil {
 		w.mu.Unlock()
-		if !wait || w.s.e.Space().Pinned == 0 {
+		if !wait {
 			return err
 		}
 		// Space freed by transactions not yet durable comes back with a
 		// commit: make one, then look again.
-		if _, cerr := w.s.e.Commit(w.s.ctx); cerr != nil {
+		did, cerr := w.s.commitToUnpin()
+		if cerr != nil {
 			return cerr
+		}
+		if !did {
+			return err
 		}
 		w.mu.Lock()
 		if err := w.spaceLocked(n); err != nil {
