@@ -25,9 +25,10 @@
 // 1 writes a request and reads its response on the caller's goroutine (the
 // floor: no handoff); at a greater depth a reader goroutine hands responses
 // to their callers in order, as client.Client does. Each cell warms up
-// (Warmup, untimed), then runs for Duration: ops/s counts the ops that
-// started in that window, and every one of them is a latency sample (exact
-// percentiles, from the sorted samples). After a write cell the store is
+// (Warmup, untimed), then runs for Duration, and on until at least one op
+// has completed: ops/s counts the ops that completed in that window, and
+// every one of them is a latency sample (exact percentiles, from the sorted
+// samples). After a write cell the store is
 // synced, untimed, so that dirty data does not spill into the next cell.
 //
 // Ratios compares, for each op at depth 1, the service's median round trip

@@ -417,7 +417,10 @@ func (b *bench) cell(system, op string, clients, depth, cell, cells int) (Result
 					state.Store(stopped)
 					return
 				}
-				if s == measuring {
+				// An op counts when it completes inside the window, even if it
+				// began during warm-up: a window shorter than one slow op
+				// (a commit under -race on 2 cores) must still see it.
+				if s == measuring || state.Load() == measuring {
 					w.lat = append(w.lat, uint32(min(time.Since(t0), math.MaxUint32)))
 					w.ops.Add(1)
 				}
@@ -436,10 +439,7 @@ func (b *bench) cell(system, op string, clients, depth, cell, cells int) (Result
 		if b.cfg.Progress == nil {
 			return
 		}
-		var ops int64
-		for _, w := range workers {
-			ops += w.ops.Load()
-		}
+		ops := totalOps(workers)
 		b.cfg.Progress(Progress{Cell: cell, Cells: cells, System: system, Op: op, Clients: clients, Depth: depth,
 			Elapsed: el, Duration: b.cfg.Duration, Ops: ops})
 	}
@@ -454,7 +454,12 @@ wait:
 			}
 			prog(time.Since(t0))
 		case <-end.C:
-			break wait
+			// The window lasts Duration and until one op has completed: a
+			// cell with no op measured has no latency to report.
+			if totalOps(workers) > 0 || state.Load() == stopped {
+				break wait
+			}
+			end.Reset(time.Millisecond)
 		}
 	}
 	tick.Stop()
@@ -467,6 +472,14 @@ wait:
 	}
 	prog(elapsed)
 	return result(system, op, clients, depth, elapsed, workers), nil
+}
+
+func totalOps(ws []*worker) int64 {
+	var ops int64
+	for _, w := range ws {
+		ops += w.ops.Load()
+	}
+	return ops
 }
 
 func firstErr(ws []*worker) error {
