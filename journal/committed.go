@@ -12,7 +12,20 @@ import (
 // without a lock because commitSeq only grows (Invariant 1) and is stored
 // only after the commit's last flush: a true answer is final, and a false
 // one is as fresh as any locked answer could be once the lock is dropped.
+//
+// With Options.CommittedLocked (a benchmark's ablation) it takes mu first,
+// as jbd2 did before the fix; the answer is the same.
 func (j *Journal) Committed(t Transid) bool {
+	if j.opts.CommittedLocked {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+	}
+	return j.committed(t)
+}
+
+// committed is Committed without the ablation's lock: the journal's own
+// callers ask it while holding mu.
+func (j *Journal) committed(t Transid) bool {
 	return uint64(t) <= j.commitSeq.Load()
 }
 
@@ -30,7 +43,7 @@ func (j *Journal) WaitCommitted(ctx context.Context, t Transid) error {
 		// Recheck under mu: the committer stores commitSeq before it takes
 		// mu to wake waiters, so once we hold mu either we see the new
 		// commitSeq or our channel is the one it will close.
-		if j.Committed(t) {
+		if j.committed(t) {
 			j.mu.Unlock()
 			return nil
 		}

@@ -101,3 +101,59 @@ func BenchmarkJournal_CommittedParallel(b *testing.B) {
 		}
 	})
 }
+
+// The CommittedLocked ablation (for benchmarks) changes how Committed
+// reads, never what it answers: two journals driven alike agree on every
+// id, before and after each commit, and while one is running.
+func TestJournal_Committed_LockedSameAnswers(t *testing.T) {
+	free, _ := openTest(t, Options{FirstTransid: 5})
+	locked, _ := openTest(t, Options{FirstTransid: 5, CommittedLocked: true})
+	check := func(when string) {
+		t.Helper()
+		for id := Transid(0); id < 16; id++ {
+			if a, b := free.Committed(id), locked.Committed(id); a != b {
+				t.Fatalf("%s: Committed(%d) = %v lock-free, %v locked", when, id, a, b)
+			}
+		}
+	}
+	check("after open")
+	for range 4 {
+		hf, hl := mustStart(t, free), mustStart(t, locked)
+		check("running")
+		hf.End()
+		hl.End()
+		for _, j := range []*Journal{free, locked} {
+			if _, err := j.CommitNow(testContext(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("committed")
+	}
+	if free.Committed(8) != true || free.Committed(9) != false {
+		t.Fatalf("after 4 commits from 5: Committed(8) %v, Committed(9) %v", free.Committed(8), free.Committed(9))
+	}
+	// WaitCommitted and State, which ask under mu, do not deadlock.
+	if err := locked.WaitCommitted(testContext(t), 8); err != nil {
+		t.Fatal(err)
+	}
+	if s := locked.State(8); s != TransCommitted {
+		t.Fatalf("State(8) %v", s)
+	}
+}
+
+// The ablation does take the lock: Committed waits while mu is held.
+func TestJournal_Committed_LockedTakesLock(t *testing.T) {
+	j, _ := openTest(t, Options{FirstTransid: 10, CommittedLocked: true})
+	j.mu.Lock()
+	answer := make(chan bool, 1)
+	go func() { answer <- j.Committed(9) }()
+	select {
+	case <-answer:
+		t.Fatal("Committed answered while mu was held")
+	case <-time.After(20 * time.Millisecond):
+	}
+	j.mu.Unlock()
+	if !<-answer {
+		t.Fatal("Committed(9) = false after FirstTransid 10")
+	}
+}

@@ -141,7 +141,7 @@ func (j *Journal) State(t Transid) TransState {
 	// t was handed out, is neither running nor committing, and was not
 	// committed when we looked: only a failure leaves such a transaction.
 	// (It may have been committed since: look again.)
-	if j.Committed(t) {
+	if j.committed(t) {
 		return TransCommitted
 	}
 	assert(j.failed != nil, "a transaction handed out is running, committing or committed unless the journal failed")

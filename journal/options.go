@@ -33,6 +33,11 @@ type Options struct {
 	// FirstTransid is the id of the first transaction after mount: the last
 	// committed transid + 1. 0 means 1 (nothing was ever committed).
 	FirstTransid Transid
+	// CommittedLocked makes Committed take the journal's state mutex and
+	// read under it, as jbd2_transaction_committed did before 2024. It is
+	// an ablation for benchmarks only (ustore serve --ablate-committed-lock):
+	// the answers are the same, only slower under contention.
+	CommittedLocked bool
 }
 
 // resolve checks o and fills in its defaults.
