@@ -26,6 +26,8 @@ type Options struct {
 	// DirtyBytesMax: dirty metadata that triggers a commit (default 64 MiB).
 	DirtyBytesMax int64
 	Logger        *slog.Logger
+	// CommittedLocked: see journal.Options (a benchmark's ablation).
+	CommittedLocked bool
 }
 
 // Engine is a mounted filesystem of B-trees on one device.

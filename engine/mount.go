@@ -197,12 +197,13 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: mount: free space: %w", err)
 	}
 	e.j, err = journal.Open(journal.Options{
-		CommitInterval: opts.CommitInterval,
-		DirtyBytesMax:  opts.DirtyBytesMax,
-		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
-		Committed:      func(t journal.Transid) { e.committed(uint64(t)) },
-		Logger:         log,
-		FirstTransid:   journal.Transid(sb.Generation + 1),
+		CommitInterval:  opts.CommitInterval,
+		DirtyBytesMax:   opts.DirtyBytesMax,
+		Commit:          func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
+		Committed:       func(t journal.Transid) { e.committed(uint64(t)) },
+		Logger:          log,
+		FirstTransid:    journal.Transid(sb.Generation + 1),
+		CommittedLocked: opts.CommittedLocked,
 	})
 	if err != nil {
 		return nil, err

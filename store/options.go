@@ -27,6 +27,9 @@ type Options struct {
 	// (default 65,536).
 	InodeCacheMax int
 	Logger        *slog.Logger
+	// CommittedLocked: see journal.Options — fsync's Committed check takes
+	// the journal's state lock. An ablation for benchmarks only.
+	CommittedLocked bool
 }
 
 func (o Options) withDefaults() (Options, error) {
