@@ -42,6 +42,9 @@ type serveConfig struct {
 	// traces to OTLPEndpoint, a Prometheus scrape endpoint on MetricsAddr.
 	OTLPEndpoint string
 	MetricsAddr  string
+	// CommittedLocked is the benchmarks' ablation of the lock-free
+	// Committed check (store.Options.CommittedLocked).
+	CommittedLocked bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -148,6 +151,8 @@ cancels the requests still running (the unmount still completes).`,
 	f.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces, such as localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, or none)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
+		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
 	return c
 }
 
@@ -205,7 +210,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	}
 	defer d.Close()
 	st, err := store.Open(d, store.Options{CacheBytes: cfg.CacheBytes, DirtyBytes: cfg.DirtyBytes,
-		CommitInterval: cfg.CommitInterval, Logger: log})
+		CommitInterval: cfg.CommitInterval, Logger: log, CommittedLocked: cfg.CommittedLocked})
 	if errors.Is(err, engine.ErrNotFormatted) {
 		return fmt.Errorf("%s is not a ustore filesystem (no valid superblock) and is not blank: serve does not format it; "+
 			"run 'ustore mkfs %s' to format it, destroying its contents: %w", cfg.Device, cfg.Device, err)
@@ -223,6 +228,12 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 		log.Info("unmounted", "device", cfg.Device, "duration", time.Since(cstart), "err", cerr)
 		err = errors.Join(err, cerr)
 	}()
+	if err := registerStoreStats(st); err != nil {
+		return err
+	}
+	if cfg.CommittedLocked {
+		log.Warn("ablation: the committed check takes the journal's state lock (--ablate-committed-lock, for benchmarks only)")
+	}
 
 	srv, err := server.New(st, server.Options{Socket: cfg.Socket, SocketMode: cfg.SocketMode, SocketGroup: cfg.SocketGroup,
 		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log})
