@@ -22,10 +22,13 @@ func newBenchCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Run benchmarks",
-		Long:  "Run ustore's benchmarks. bench/ring-vs-fio.sh runs 'bench ring' beside fio on the same file.",
-		Args:  noArgs,
+		Long: "Run ustore's benchmarks. bench/ring-vs-fio.sh runs 'bench ring' beside fio on the same file;\n" +
+			"bench/fsync-vs-peers.sh runs the fsync workloads on ustore, ext4, xfs and btrfs.",
+		Args: noArgs,
 	}
-	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand(), newBenchServiceCommand())
+	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand(), newBenchServiceCommand(),
+		newBenchFsyncRandWriteCommand(), newBenchDirFsyncCommand(), newBenchCsumFsyncCommand(),
+		newBenchCommittedCheckCommand())
 	return c
 }
 

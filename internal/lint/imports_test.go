@@ -48,6 +48,10 @@ var allowed = map[string][]string{
 	// bench/servicebench is `ustore bench service`: a real server and
 	// client, the store in process, on a device file or a memdev.
 	"bench/servicebench": {"client", "proto", "server", "store", "dev", "dev/devopen", "dev/memdev"},
+	// bench/fsyncbench is `ustore bench fsync-*`: the workloads of the
+	// fsync patches on a running server (through the client) or a kernel
+	// filesystem's directory (its tests start a server in process).
+	"bench/fsyncbench": {"client"},
 	// bench/jaegershot is the traced client workload of
 	// bench/jaeger-screenshot.sh: a client of a running server.
 	"bench/jaegershot": {"client", "trace"},

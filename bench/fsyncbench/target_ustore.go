@@ -1,0 +1,197 @@
+package fsyncbench
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"ustore/client"
+)
+
+// dialTimeout bounds a connection's dial and handshake.
+const dialTimeout = 10 * time.Second
+
+// Ustore is a running ustore server, driven through client.Client: each
+// Conn is a connection of its own.
+type Ustore struct {
+	socket string
+	opts   UstoreOptions
+}
+
+// UstoreOptions configure a Ustore target. Zero values mean the defaults.
+type UstoreOptions struct {
+	// Root is the directory in the store the workloads work under (it
+	// must exist); "" is the store's root.
+	Root string
+	// Metrics is the server's Prometheus endpoint (`ustore serve
+	// --metrics-addr`: "127.0.0.1:9464", or a URL), scraped for the
+	// server's counters before and after each measurement; "" for none.
+	Metrics string
+	// Counters, when set, replaces the scrape: a test's in-process server
+	// hands its store's Stats this way.
+	Counters func() (Counters, error)
+}
+
+// NewUstore returns the target of the server listening on socket.
+func NewUstore(socket string, opts UstoreOptions) *Ustore {
+	return &Ustore{socket: socket, opts: opts}
+}
+
+func (u *Ustore) Name() string { return "ustore " + u.socket }
+
+func (u *Ustore) Connect(ctx context.Context) (Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	c, err := client.Dial(dctx, u.socket)
+	if err != nil {
+		return nil, err
+	}
+	root := uint64(client.RootIno)
+	if r := strings.Trim(u.opts.Root, "/"); r != "" {
+		a, err := c.Resolve(ctx, "/"+r)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("fsyncbench: root %s: %w", u.opts.Root, err)
+		}
+		root = a.Ino
+	}
+	return &ustoreConn{ctx: ctx, c: c, dirs: map[string]uint64{"": root}}, nil
+}
+
+func (u *Ustore) Counters(ctx context.Context) (Counters, error) {
+	switch {
+	case u.opts.Counters != nil:
+		return u.opts.Counters()
+	case u.opts.Metrics != "":
+		return Scrape(ctx, u.opts.Metrics)
+	}
+	return nil, nil
+}
+
+// ustoreConn resolves names to inodes, keeping the directories it has
+// seen (a workload's files sit in one or two directories, so a create is
+// one request).
+type ustoreConn struct {
+	ctx  context.Context
+	c    *client.Client
+	dirs map[string]uint64 // directory path → inode
+}
+
+// parent returns name's directory's inode and name's last element.
+func (u *ustoreConn) parent(name string) (uint64, string, error) {
+	name = strings.Trim(path.Clean("/"+name), "/")
+	dir, base := path.Split(name)
+	ino, err := u.dir(strings.TrimSuffix(dir, "/"))
+	return ino, base, err
+}
+
+func (u *ustoreConn) dir(p string) (uint64, error) {
+	if ino, ok := u.dirs[p]; ok {
+		return ino, nil
+	}
+	pi, base, err := u.parent(p)
+	if err != nil {
+		return 0, err
+	}
+	a, err := u.c.Lookup(u.ctx, pi, base)
+	if err != nil {
+		return 0, err
+	}
+	u.dirs[p] = a.Ino
+	return a.Ino, nil
+}
+
+func (u *ustoreConn) Mkdir(name string) error {
+	pi, base, err := u.parent(name)
+	if err != nil {
+		return err
+	}
+	a, err := u.c.Mkdir(u.ctx, pi, base, 0o755)
+	if err != nil {
+		return err
+	}
+	u.dirs[strings.Trim(path.Clean("/"+name), "/")] = a.Ino
+	return nil
+}
+
+func (u *ustoreConn) Create(name string) (File, error) {
+	pi, base, err := u.parent(name)
+	if err != nil {
+		return nil, err
+	}
+	a, err := u.c.Create(u.ctx, pi, base, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return ustoreFile{ctx: u.ctx, c: u.c, ino: a.Ino}, nil
+}
+
+func (u *ustoreConn) Open(name string) (File, error) {
+	pi, base, err := u.parent(name)
+	if err != nil {
+		return nil, err
+	}
+	a, err := u.c.Lookup(u.ctx, pi, base)
+	if err != nil {
+		return nil, err
+	}
+	return ustoreFile{ctx: u.ctx, c: u.c, ino: a.Ino}, nil
+}
+
+func (u *ustoreConn) Unlink(name string) error {
+	pi, base, err := u.parent(name)
+	if err != nil {
+		return err
+	}
+	return u.c.Unlink(u.ctx, pi, base)
+}
+
+func (u *ustoreConn) Rmdir(name string) error {
+	pi, base, err := u.parent(name)
+	if err != nil {
+		return err
+	}
+	delete(u.dirs, strings.Trim(path.Clean("/"+name), "/"))
+	return u.c.Rmdir(u.ctx, pi, base)
+}
+
+func (u *ustoreConn) FsyncDir(name string) error {
+	ino, err := u.dir(strings.Trim(path.Clean("/"+name), "/"))
+	if err != nil {
+		return err
+	}
+	return u.c.Fsync(u.ctx, ino, false)
+}
+
+func (u *ustoreConn) Sync() error { return u.c.Sync(u.ctx) }
+
+func (u *ustoreConn) Close() error { return u.c.Close() }
+
+// ustoreFile is an inode: the protocol has no open files.
+type ustoreFile struct {
+	ctx context.Context
+	c   *client.Client
+	ino uint64
+}
+
+func (f ustoreFile) WriteAt(p []byte, off int64) error {
+	n, err := f.c.Write(f.ctx, f.ino, uint64(off), p)
+	if err == nil && n != len(p) {
+		err = fmt.Errorf("short write: %d of %d bytes at %d", n, len(p), off)
+	}
+	return err
+}
+
+func (f ustoreFile) ReadAt(p []byte, off int64) error {
+	n, err := f.c.Read(f.ctx, f.ino, uint64(off), p)
+	if err == nil && n != len(p) {
+		err = fmt.Errorf("short read: %d of %d bytes at %d", n, len(p), off)
+	}
+	return err
+}
+
+func (f ustoreFile) Fsync() error { return f.c.Fsync(f.ctx, f.ino, false) }
+
+func (ustoreFile) Close() error { return nil }
