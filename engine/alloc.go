@@ -181,3 +181,42 @@ func (a *allocator) freeBytes() uint64 {
 	defer a.mu.Unlock()
 	return a.freeSet.total()
 }
+
+// allocLog takes a block for a log tree node out of the free set, without a
+// delta: log blocks never reach the free space tree.
+func (a *allocator) allocLog(length uint64, reserveOK bool) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !reserveOK && a.freeSet.bigSum < length+a.reserve {
+		return 0, fmt.Errorf("%w: %d bytes free in extents a node fits in, %d kept for deletes and commits",
+			ErrNoSpace, a.freeSet.bigSum, a.reserve)
+	}
+	start, ok := a.freeSet.findFrom(a.metaCursor, length)
+	if !ok {
+		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
+	}
+	a.freeSet.remove(start, length)
+	a.metaCursor = start + length
+	return start, nil
+}
+
+// release returns space taken without a delta (log blocks) to the free set.
+func (a *allocator) release(start, length uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.freeSet.add(start, length) {
+		return fmt.Errorf("%w: log block %d released twice", ErrCorruption, start)
+	}
+	return nil
+}
+
+// claim takes exactly [start, start+length) out of the free set: replay's
+// way to protect what a log references. It fails unless all of it is free.
+func (a *allocator) claim(start, length uint64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.freeSet.remove(start, length) {
+		return fmt.Errorf("%w: [%d, +%d) is not free", ErrCorruption, start, length)
+	}
+	return nil
+}

@@ -78,6 +78,8 @@ func (e *Engine) commit(ctx context.Context, tid uint64) error {
 	sb.Generation = tid
 	sb.Root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	sb.BytesUsed = uint64(used)
+	// tid's log, if any, is unnecessary once this superblock is durable.
+	sb.LogRoot, sb.LogTransid = rootRef{}, 0
 	super := dev.AlignedBuffer(superSize)
 	sb.encode(super)
 	tWrite := time.Now()
@@ -134,6 +136,7 @@ func (e *Engine) committed(tid uint64) {
 	if err := e.alloc.unpin(tid); err != nil {
 		e.fail(err)
 	}
+	e.dropLog(tid)
 }
 
 // updateRootItems writes each tree's root as of tr into the root tree.

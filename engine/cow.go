@@ -44,6 +44,9 @@ func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 // commits may (they are how a full device gets space back); inserts may
 // not, so a full device still has room to delete and commit.
 func (e *Engine) newNode(tr *Trans, t *Tree, level int, reserveOK bool) (*ExtentBuffer, error) {
+	if tr.log != nil {
+		return e.newLogNode(tr, t, level)
+	}
 	bytenr, err := e.alloc.allocMeta(tr.id, uint64(e.geo.nodeSize), reserveOK || tr.commit || tr.reserved)
 	if err != nil {
 		return nil, err
@@ -68,6 +71,10 @@ func (e *Engine) abandonNode(tr *Trans, eb *ExtentBuffer) {
 // never on disk: it leaves the dirty set and the cache at once. Its block,
 // like every freed block, stays pinned until tr is durable.
 func (e *Engine) freeNode(tr *Trans, eb *ExtentBuffer) {
+	if tr.log != nil {
+		e.freeLogNode(tr, eb)
+		return
+	}
 	if eb.Generation() == tr.id {
 		e.removeDirty(tr.id, eb)
 		eb.dirty.Store(false)

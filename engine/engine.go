@@ -54,6 +54,12 @@ type Engine struct {
 	sb        Superblock // the newest durable superblock
 	usedBytes uint64     // allocated bytes as of sb
 
+	// logMu guards logs; logRootMu serialises making a log tree's root.
+	logMu     sync.Mutex
+	logRootMu sync.Mutex
+	logs      map[uint64]*logState // transaction → its log
+	logTree   *Tree                // the log tree of the transaction logging now
+
 	failed atomic.Pointer[error]
 	stats  engineStats
 }
@@ -68,6 +74,9 @@ type Trans struct {
 	// reserved: started by StartReserved; node allocations may use the
 	// metadata reserve.
 	reserved bool
+	// log: a handle on a transaction's log tree (LogTrans); its id is a
+	// log generation.
+	log *logState
 }
 
 // ID is the transaction id (the generation of nodes it writes).
@@ -211,7 +220,11 @@ func (e *Engine) readNode(bytenr, owner uint64, level int) (*ExtentBuffer, error
 			return nil, fmt.Errorf("engine: reading node %d: %w", bytenr, err)
 		}
 		var class *lock.Class // the level is checked by verify below
-		if t := e.Tree(owner); t != nil && level >= 0 && level <= maxLevel {
+		t := e.Tree(owner)
+		if owner == LogTreeID {
+			t = e.logTree
+		}
+		if t != nil && level >= 0 && level <= maxLevel {
 			class = t.classes[level]
 		}
 		eb := newExtentBuffer(bytenr, buf, class)

@@ -15,6 +15,9 @@ var (
 	// ErrItemTooLarge: an item payload exceeds a quarter of a leaf.
 	ErrItemTooLarge = errors.New("engine: item too large")
 	// ErrReadOnly: a commit failed; the store is read-only.
+	// ErrLogFull: a transaction has used every log sub-transaction id;
+	// fsync falls back to a commit.
+	ErrLogFull  = errors.New("engine: log full")
 	ErrReadOnly = errors.New("engine: read-only after a failed commit")
 	// ErrNotFormatted: no valid superblock.
 	ErrNotFormatted = errors.New("engine: no valid ustore superblock")

@@ -144,7 +144,9 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
+		logs: map[uint64]*logState{},
 	}
+	e.logTree = newTree(e, LogTreeID)
 	rootTree := newTree(e, RootTreeID)
 	e.trees[RootTreeID] = rootTree
 	if rootTree.root, err = e.readNode(sb.Root.bytenr, RootTreeID, sb.Root.level); err != nil {

@@ -31,18 +31,18 @@ func (t *Tree) Stats() TreeStats {
 }
 
 type engineStats struct {
-	commits, nodesWritten, nodeReads, corrupt atomic.Uint64
+	commits, logSyncs, nodesWritten, nodeReads, corrupt atomic.Uint64
 }
 
 // Stats are the engine's counters since mount.
 type Stats struct {
-	Commits, NodesWritten, NodeReads, Corrupt uint64
+	Commits, LogSyncs, NodesWritten, NodeReads, Corrupt uint64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := &e.stats
-	return Stats{Commits: s.commits.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load()}
+	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load()}
 }
 
 // LockStats returns the node-lock wait accounting of each level of the tree

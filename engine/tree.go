@@ -112,6 +112,8 @@ func treeName(id uint64) string {
 		return "csum"
 	case FreeSpaceTreeID:
 		return "free_space"
+	case LogTreeID:
+		return "log"
 	}
 	return fmt.Sprintf("tree%d", id)
 }

@@ -49,6 +49,7 @@ func (s *Store) addEntry(tr *engine.Trans, dir *inode, name string, child uint64
 	if err := s.appendEntry(tr, refKey(child, dir.ino), ref); err != nil {
 		return err
 	}
+	s.track.entryAdded(tr.ID(), dir.ino, idx, child)
 	dir.nextIndex++
 	return nil
 }
@@ -61,6 +62,7 @@ func (s *Store) removeEntry(tr *engine.Trans, dir uint64, name string, e engine.
 	if err := s.fs.DeleteItem(tr, dirIndexKey(dir, e.Index)); err != nil {
 		return fmt.Errorf("dir %d index %d: %w", dir, e.Index, err)
 	}
+	s.track.entryRemoved(tr.ID(), dir, e.Index, e.Child)
 	return s.dropEntry(tr, refKey(e.Child, dir), name)
 }
 

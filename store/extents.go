@@ -70,6 +70,7 @@ func (s *Store) extentsIn(ino, start, end uint64) ([]fileExtent, error) {
 // their part outside: the left part keeps its item, the right part gets a
 // new one.
 func (s *Store) dropExtents(tr *engine.Trans, in *inode, start, end uint64) (uint64, error) {
+	s.track.fileChanged(tr.ID(), in.ino, start, end)
 	xs, err := s.extentsIn(in.ino, start, end)
 	if err != nil {
 		return 0, err
@@ -120,6 +121,7 @@ func (s *Store) truncateInline(tr *engine.Trans, in *inode, size uint64) (uint64
 		return 0, err
 	}
 	freed := xs[0].x.NumBytes - size
+	s.track.fileChanged(tr.ID(), in.ino, 0, blockSize)
 	key := extentKey(in.ino, 0)
 	if size == 0 {
 		return freed, s.fs.DeleteItem(tr, key)

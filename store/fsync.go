@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -9,19 +10,23 @@ import (
 	"ustore/trace"
 )
 
-// Fsync makes file ino durable: its data, its attributes and — for a new
-// file — its name. datasync (fdatasync) may skip attributes that reading
-// the data does not need; today both take the same path.
+// Fsync makes inode ino durable: its data, its attributes and its names
+// (for a directory, its entries). datasync (fdatasync) may skip attributes
+// that reading the data does not need; today both take the same path.
 //
-// The decision lives here, in one place, so that the log tree (a later
-// change) replaces only the last step:
+// The decision, in one place (DESIGN.md, "fsync and log trees"):
 //
-//  1. if nothing of the inode is buffered and the transaction of its last
-//     change is committed — atomic loads, no lock (journal.Committed, the
-//     2024 jbd2 lesson) — done;
-//  2. write back the inode's dirty pages (their extents exist now);
-//  3. if the transaction of the inode's last change is committed, done;
-//  4. otherwise commit, and wait.
+//  1. nothing buffered and the transaction of the inode's last change
+//     committed — atomic loads, no lock (journal.Committed, the 2024 jbd2
+//     lesson) — done;
+//  2. nothing buffered and the inode's last change in a durable log
+//     (Store.inLog: atomics, no log mutex) — done;
+//  3. write back the inode's dirty pages (their extents exist now), and
+//     ask 1 and 2 again;
+//  4. log the inode and sync the log, with every fsync that joins the same
+//     log transaction (logtree);
+//  5. what the log cannot express falls back to a commit, counted by
+//     reason.
 func (s *Store) Fsync(ctx context.Context, ino uint64, datasync bool) error {
 	if err := s.fsync(ctx, ino, datasync); err != nil {
 		return opErr("fsync", ino, err) // boxing ino allocates: only on failure
@@ -30,11 +35,18 @@ func (s *Store) Fsync(ctx context.Context, ino uint64, datasync bool) error {
 }
 
 func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
-	// The fast path: an inode in memory with nothing buffered whose last
-	// change is committed — three atomic loads and a lock-free map lookup.
-	if in := s.itab.peek(ino); in != nil && !in.buffered.Load() && s.e.Committed(in.lastTrans.Load()) {
-		s.stats.fsyncCommitted.Add(1)
-		return nil
+	// The fast paths: an inode in memory with nothing buffered whose last
+	// change is committed, or in a synced log — atomic loads and a
+	// lock-free map lookup.
+	if in := s.itab.peek(ino); in != nil && !in.buffered.Load() {
+		if s.e.Committed(in.lastTrans.Load()) {
+			s.stats.fsyncCommitted.Add(1)
+			return nil
+		}
+		if s.inLog(in) {
+			s.stats.fsyncInLog.Add(1)
+			return nil
+		}
 	}
 	start := time.Now()
 	ctx, span := trace.Start(ctx, "store.fsync", trace.Ino(ino), attribute.Bool("datasync", datasync))
@@ -47,8 +59,7 @@ func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
 	return err
 }
 
-// fsyncSlow is fsync past the fast path: write back, then commit unless
-// the inode's last change is already committed.
+// fsyncSlow is fsync past the fast paths.
 func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) error {
 	in, err := s.itab.get(ino)
 	if err != nil {
@@ -58,19 +69,37 @@ func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) erro
 	if err := s.writeData(ctx, in); err != nil {
 		return err
 	}
-	if s.e.Committed(in.lastTrans.Load()) {
-		s.stats.fsyncCommitted.Add(1)
-		span.SetAttributes(attribute.String("outcome", "committed"))
-		return nil
+	outcome := "committed"
+	switch {
+	case s.e.Committed(in.lastTrans.Load()):
+	case s.inLog(in):
+		outcome = "in_log"
+	default:
+		outcome, err = s.logAndSync(ctx, in)
+		var fb *errFallback
+		if errors.As(err, &fb) {
+			s.stats.fallback(fb.reason)
+			span.SetAttributes(attribute.String("fallback", fb.reason))
+			outcome = "commit"
+			_, err = s.e.Commit(ctx)
+		}
 	}
-	s.stats.fsyncCommit.Add(1)
-	span.SetAttributes(attribute.String("outcome", "commit"), trace.Transid(in.lastTrans.Load()))
-	_, err = s.e.Commit(ctx)
+	switch outcome {
+	case "committed":
+		s.stats.fsyncCommitted.Add(1)
+	case "in_log":
+		s.stats.fsyncInLog.Add(1)
+	case "logged":
+		s.stats.fsyncLogged.Add(1)
+	case "commit":
+		s.stats.fsyncCommit.Add(1)
+	}
+	span.SetAttributes(attribute.String("outcome", outcome), trace.Transid(in.lastTrans.Load()))
 	return err
 }
 
 // writeData writes back in's dirty pages under a write_data span (ordered
-// mode: the data is on the device before the commit that maps it starts).
+// mode: the data is on the device before the log or commit that maps it).
 func (s *Store) writeData(ctx context.Context, in *inode) error {
 	if !in.buffered.Load() {
 		return nil

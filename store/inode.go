@@ -75,6 +75,12 @@ type inode struct {
 	// lastTrans is the transaction of the inode's last change in the tree
 	// (btrfs: last_trans). fsync reads it without a lock.
 	lastTrans atomic.Uint64
+
+	// changes counts writeItem calls: every change to the inode's items
+	// writes its item. loggedChanges is its value when the inode was last
+	// logged, loggedGen the log generation it was logged in. fsync reads
+	// all three without a lock (Store.inLog).
+	changes, loggedChanges, loggedGen atomic.Uint64
 }
 
 // isDir reads the file type, which never changes: no lock.

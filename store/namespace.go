@@ -26,6 +26,7 @@ func (s *Store) writeItem(tr *engine.Trans, in *inode) error {
 	}
 	in.item.Transid = tr.ID()
 	in.lastTrans.Store(tr.ID())
+	in.changes.Add(1)
 	return nil
 }
 

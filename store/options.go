@@ -26,7 +26,11 @@ type Options struct {
 	// InodeCacheMax is how many clean, unused inodes stay in memory
 	// (default 65,536).
 	InodeCacheMax int
-	Logger        *slog.Logger
+	// LogInsertSearch is an ablation for benchmarks: fsync finds an inode
+	// item already in the log with an inserting search (parent write
+	// locks) instead of a leaf-only one (logtree.Log.InsertSearch).
+	LogInsertSearch bool
+	Logger          *slog.Logger
 	// CommittedLocked: see journal.Options — fsync's Committed check takes
 	// the journal's state lock. An ablation for benchmarks only.
 	CommittedLocked bool

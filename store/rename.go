@@ -131,6 +131,7 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	}
 	defer tr.End()
 	defer s.abortOnError(&err)
+	s.track.renamed(tr.ID())
 	t := now()
 	if victim != nil {
 		if err := s.removeEntry(tr, dd.ino, dstName, curDst); err != nil {

@@ -1,9 +1,15 @@
 package store
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 type storeStats struct {
 	fsyncCommitted, fsyncCommit     atomic.Uint64
+	fsyncInLog, fsyncLogged         atomic.Uint64
+	fallbackMu                      sync.Mutex
+	fallbacks                       map[string]uint64
 	writebackBlocks                 atomic.Uint64
 	writebackErrors, extentsWritten atomic.Uint64
 	csumErrors                      atomic.Uint64
@@ -12,8 +18,13 @@ type storeStats struct {
 // Stats are the store's counters since mount.
 type Stats struct {
 	// FsyncCommitted counts fsyncs that found their inode's last change
-	// committed (the lock-free path); FsyncCommit those that committed.
+	// committed; FsyncInLog those that found it in a durable log (both
+	// lock-free); FsyncLogged those that logged it and synced the log;
+	// FsyncCommit those that committed the transaction instead, with
+	// FsyncFallbacks saying why.
 	FsyncCommitted, FsyncCommit uint64
+	FsyncInLog, FsyncLogged     uint64
+	FsyncFallbacks              map[string]uint64
 	WritebackBlocks             uint64 // blocks written back
 	WritebackErrors             uint64 // failed background writebacks
 	ExtentsWritten              uint64 // extents created by writeback
@@ -26,8 +37,30 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	return Stats{
 		FsyncCommitted: s.stats.fsyncCommitted.Load(), FsyncCommit: s.stats.fsyncCommit.Load(),
+		FsyncInLog: s.stats.fsyncInLog.Load(), FsyncLogged: s.stats.fsyncLogged.Load(),
+		FsyncFallbacks:  s.stats.fallbackCounts(),
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
 		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
 	}
+}
+
+// fallback counts an fsync that committed instead of logging, by reason.
+func (st *storeStats) fallback(reason string) {
+	st.fallbackMu.Lock()
+	if st.fallbacks == nil {
+		st.fallbacks = map[string]uint64{}
+	}
+	st.fallbacks[reason]++
+	st.fallbackMu.Unlock()
+}
+
+func (st *storeStats) fallbackCounts() map[string]uint64 {
+	st.fallbackMu.Lock()
+	defer st.fallbackMu.Unlock()
+	m := make(map[string]uint64, len(st.fallbacks))
+	for k, v := range st.fallbacks {
+		m[k] = v
+	}
+	return m
 }

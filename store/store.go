@@ -12,6 +12,7 @@ import (
 
 	"ustore/dev"
 	"ustore/engine"
+	"ustore/logtree"
 )
 
 // Store is a mounted filesystem: the namespace and file data on an engine.
@@ -29,7 +30,10 @@ type Store struct {
 	wb        wbState
 	nextIno   atomic.Uint64
 	putSeq    atomic.Uint64 // Put's temporary names
-	renameMu  sync.Mutex
+	renameMu  sync.RWMutex  // rename: write; fsync's logging: read
+	tlog      *logtree.Log  // the fsync log
+	track     logTrack
+	replay    logtree.Report // what mount's replay did
 	uid, gid  uint32
 	opMeta    uint64 // tree space one namespace operation may need
 	inlineMax int
@@ -95,6 +99,14 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	}
 	s.itab = newInodeTable(s, opts.InodeCacheMax)
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
+	s.tlog = logtree.New(e)
+	s.tlog.InsertSearch = opts.LogInsertSearch
+	rep, err := logtree.Replay(s.ctx, e, &replayer{s: s, touched: map[uint64]struct{}{}}, s.log)
+	if err != nil {
+		e.Close(context.Background())
+		return nil, fmt.Errorf("store: replaying the fsync log: %w", err)
+	}
+	s.replay = rep
 	if _, err := s.stat(engine.RootDirIno); err != nil {
 		e.Close(context.Background())
 		return nil, fmt.Errorf("store: no root directory (inode %d): %w", engine.RootDirIno, err)
@@ -137,6 +149,14 @@ func (s *Store) Close(ctx context.Context) error {
 		s.log.Info("store closed", "duration", time.Since(start), "inodes_released", inodes, "err", err)
 	})
 	return err
+}
+
+// Replay reports what the mount's log replay did.
+func (s *Store) Replay() logtree.Report { return s.replay }
+
+// LogStats returns the fsync log's counters and those of its log trees.
+func (s *Store) LogStats() (logtree.Stats, engine.TreeStats) {
+	return s.tlog.Stats(), s.e.LogTreeStats()
 }
 
 // Engine returns the engine under the store (for fsck and tests).

@@ -69,6 +69,7 @@ type instruments struct {
 	commitPhase metric.Float64Histogram // by phase
 	lockWait    metric.Float64Histogram // by tree and level
 	ringBatch   metric.Int64Histogram
+	logBatch    metric.Int64Histogram
 
 	byOp    optionCache[string]
 	byPhase optionCache[string]
@@ -108,10 +109,15 @@ func RecordFsync(d time.Duration) {
 }
 
 // RecordLogSync records the latency of one log sync (writing and flushing a
-// log transaction for all the contexts that joined it).
-func RecordLogSync(d time.Duration) {
+// log transaction for all the contexts that joined it) and, from its
+// committer (batch > 0), how many contexts it completed: the group-commit
+// batch.
+func RecordLogSync(d time.Duration, batch int) {
 	if m := meters.Load(); m != nil {
 		m.logSync.Record(context.Background(), d.Seconds())
+		if batch > 0 {
+			m.logBatch.Record(context.Background(), int64(batch))
+		}
 	}
 }
 
@@ -238,6 +244,10 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	var err error
 	ins.ringBatch, err = m.Int64Histogram("ustore.ring.batch.size", metric.WithUnit("{sqe}"),
 		metric.WithDescription("SQEs per ring submission."),
+		metric.WithExplicitBucketBoundaries(CountBounds()...))
+	errs = append(errs, err)
+	ins.logBatch, err = m.Int64Histogram("ustore.log_sync.batch.size", metric.WithUnit("{context}"),
+		metric.WithDescription("Fsync contexts completed per log sync (the group-commit batch)."),
 		metric.WithExplicitBucketBoundaries(CountBounds()...))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {

@@ -93,7 +93,7 @@ func TestMetrics_Scrape_PowerOfTwoBuckets(t *testing.T) {
 	RecordRequest("write", 100*time.Microsecond) // ≤ 2^17 ns
 	RecordRequest("fsync", time.Hour)            // beyond the last bound: +Inf
 	RecordFsync(time.Millisecond)
-	RecordLogSync(time.Millisecond)
+	RecordLogSync(time.Millisecond, 3)
 	RecordLockWait("fs", 0, 300*time.Nanosecond) // ≤ 2^9 ns
 	RecordLockWait("fs", 1, 300*time.Nanosecond)
 	RecordRingBatch(5) // ≤ 8
@@ -211,7 +211,7 @@ func TestRecord_On_NoAllocs(t *testing.T) {
 func recordAll() {
 	RecordRequest("write", time.Millisecond)
 	RecordFsync(time.Millisecond)
-	RecordLogSync(time.Millisecond)
+	RecordLogSync(time.Millisecond, 3)
 	RecordCommit(time.Millisecond)
 	RecordCommitPhase("flush", time.Millisecond)
 	RecordLockWait("fs", 0, time.Microsecond)

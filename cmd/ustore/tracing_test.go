@@ -121,8 +121,10 @@ func TestCommand_Serve_Tracing_Jaeger(t *testing.T) {
 		`ustore_request_duration_seconds_count{op="sync"}`:          1,
 		`ustore_request_duration_seconds_count{op="create"}`:        2,
 		`ustore_fsync_duration_seconds_count`:                       1,
-		`ustore_commit_duration_seconds_count`:                      2,
-		`ustore_commit_phase_duration_seconds_count{phase="super"}`: 2,
+		`ustore_log_sync_duration_seconds_count`:                    1,
+		`ustore_log_sync_batch_size_count`:                          1,
+		`ustore_commit_duration_seconds_count`:                      1,
+		`ustore_commit_phase_duration_seconds_count{phase="super"}`: 1,
 	} {
 		if got, ok := after[series]; !ok || got-before[series] != want {
 			t.Errorf("/metrics: %s went from %v to %v (present %v), want +%v", series, before[series], got, ok, want)
@@ -169,19 +171,20 @@ func TestCommand_Serve_Tracing_Jaeger(t *testing.T) {
 		t.Fatalf("client.work's children: %s\nwant %s\n%s", got, wantOps, tr)
 	}
 
-	// fsync: the request, the store's decision, the writeback and the
-	// commit it forced, in that order.
+	// fsync: the request, the store's decision, the writeback, then the
+	// inode logged and the log synced (a batch of one) — no commit.
 	sfs := traceOnlyChild(t, tr, root.Children[2], "store.fsync")
 	transid := sfs.Attributes["ustore.transid"]
-	traceWantAttrs(t, sfs, map[string]string{"ustore.ino": strconv.FormatUint(f.Ino, 10), "datasync": "false", "outcome": "commit"})
+	traceWantAttrs(t, sfs, map[string]string{"ustore.ino": strconv.FormatUint(f.Ino, 10), "datasync": "false", "outcome": "logged"})
 	if n, err := strconv.ParseUint(transid, 10, 64); err != nil || n == 0 {
 		t.Fatalf("store.fsync: ustore.transid = %q, want a transaction id\n%s", transid, tr)
 	}
-	if traceSpanNames(sfs.Children) != "write_data journal.commit" {
-		t.Fatalf("store.fsync's children: %s, want write_data journal.commit\n%s", traceSpanNames(sfs.Children), tr)
+	if traceSpanNames(sfs.Children) != "write_data logtree.log_inode logtree.sync_log" {
+		t.Fatalf("store.fsync's children: %s, want write_data logtree.log_inode logtree.sync_log\n%s", traceSpanNames(sfs.Children), tr)
 	}
 	traceWantAttrs(t, sfs.Children[0], map[string]string{"ustore.ino": strconv.FormatUint(f.Ino, 10), "ustore.bytes": strconv.Itoa(len(data))})
-	traceCheckCommit(t, tr, sfs.Children[1], transid)
+	traceWantAttrs(t, sfs.Children[1], map[string]string{"ustore.ino": strconv.FormatUint(f.Ino, 10)})
+	traceWantAttrs(t, sfs.Children[2], map[string]string{"ustore.transid": transid, "ustore.batch_size": "1"})
 
 	// sync: every dirty inode written back (the second file's block), then
 	// the next transaction committed under the sync's span.
@@ -190,8 +193,8 @@ func TestCommand_Serve_Tracing_Jaeger(t *testing.T) {
 		t.Fatalf("store.sync's children: %s, want write_data journal.commit\n%s", traceSpanNames(ss.Children), tr)
 	}
 	traceWantAttrs(t, ss.Children[0], map[string]string{"ustore.ino": strconv.FormatUint(g.Ino, 10), "ustore.bytes": "4096"})
-	next, _ := strconv.ParseUint(transid, 10, 64)
-	traceCheckCommit(t, tr, ss.Children[1], strconv.FormatUint(next+1, 10))
+	// The transaction the fsync logged in is the one the sync commits.
+	traceCheckCommit(t, tr, ss.Children[1], transid)
 
 	// Server spans nest in time inside their parents (one clock, one
 	// machine); the client's span holds every request.

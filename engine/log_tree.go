@@ -1,0 +1,372 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"ustore/dev"
+)
+
+// Log trees (btrfs: tree-log.c's log_root): the engine's side of fast
+// fsync. A log tree belongs to one transaction T and lives outside T's
+// commit: its nodes are written by log syncs, not by T's commit; its blocks
+// are never recorded in the free space tree (T's commit makes the log
+// unnecessary, and the free space tree on disk stays that of T-1, which
+// replay corrects by claiming the log's blocks before anything allocates);
+// and its root is named by the superblock that a log sync writes, never by a
+// root item.
+//
+// Generations. A log tree's nodes carry a log generation, T<<logSubBits |
+// sub, where sub is the log sub-transaction that made them (btrfs: the log
+// transid). A log Trans has the log generation as its id, so the CoW rule
+// of every tree — a node of another generation is copied before its first
+// change — is also the rule of crash safety for logs: a node written by log
+// sync k is copied before its first change in k+1, and the superblock of
+// sync k keeps naming an intact tree until sync k+1's superblock is durable.
+//
+// Blocks. A log block is taken from the free set without a delta. A node
+// born and dropped in the same sub-transaction was never written: its block
+// goes back at once. A node of an earlier sub-transaction that is CoW'd
+// away was (or will be) written by that sync: its block goes back once a
+// later log superblock is durable. All blocks still held go back when T's
+// commit (whose superblock names no log) is durable.
+
+// LogTreeID owns log tree nodes (btrfs: BTRFS_TREE_LOG_OBJECTID, -6).
+const LogTreeID = ^uint64(5)
+
+// logSubBits is the width of the log sub-transaction in a log generation.
+const logSubBits = 24
+
+// LogSubMax is the highest log sub-transaction of one transaction; a
+// transaction with more log syncs falls back to commits.
+const LogSubMax = 1<<logSubBits - 1
+
+// LogGeneration is the generation of nodes made in log sub-transaction sub
+// of transaction tid.
+func LogGeneration(tid, sub uint64) uint64 { return tid<<logSubBits | sub }
+
+// LogTransaction is the transaction of log generation gen.
+func LogTransaction(gen uint64) uint64 { return gen >> logSubBits }
+
+// logState is one transaction's log: guarded by Engine.logMu.
+type logState struct {
+	tid    uint64
+	live   bool                // a log tree was created in this transaction
+	blocks map[uint64]struct{} // every block the log holds
+	// pending are blocks of written nodes CoW'd away, each with the log
+	// generation after whose durable superblock it is unreachable.
+	pending []pendingBlock
+	// gens are the log generations whose dirty nodes are not yet written.
+	gens map[uint64]struct{}
+}
+
+type pendingBlock struct{ bytenr, gen uint64 }
+
+// logStateLocked returns tid's log state, creating it; e.logMu held.
+func (e *Engine) logStateLocked(tid uint64) *logState {
+	st := e.logs[tid]
+	if st == nil {
+		st = &logState{tid: tid, blocks: map[uint64]struct{}{}, gens: map[uint64]struct{}{}}
+		e.logs[tid] = st
+	}
+	return st
+}
+
+// LogTrans returns a handle for changing tr's log tree in log
+// sub-transaction sub. It rides on tr's journal handle: the caller keeps tr
+// open until the log is synced (T cannot commit under it), and End on the
+// log handle does nothing.
+func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
+	if sub > LogSubMax {
+		return nil, fmt.Errorf("%w: log sub-transaction %d", ErrLogFull, sub)
+	}
+	e.logMu.Lock()
+	st := e.logStateLocked(tr.id)
+	e.logMu.Unlock()
+	return &Trans{id: LogGeneration(tr.id, sub), e: e, log: st, reserved: tr.reserved}, nil
+}
+
+// LogTree returns the log tree of lt's transaction, creating an empty one
+// on its first use in that transaction.
+func (e *Engine) LogTree(lt *Trans) (*Tree, error) {
+	if lt.log == nil {
+		return nil, fmt.Errorf("engine: LogTree: not a log handle")
+	}
+	// logRootMu, not logMu: making the root takes logMu.
+	e.logRootMu.Lock()
+	defer e.logRootMu.Unlock()
+	t := e.logTree
+	e.logMu.Lock()
+	live := lt.log.live
+	e.logMu.Unlock()
+	if live {
+		return t, nil
+	}
+	root, err := e.newNode(lt, t, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	root.lock.Unlock()
+	t.rootLock.Lock()
+	t.prevMu.Lock()
+	clear(t.prevRoots)
+	t.prevMu.Unlock()
+	t.root = root
+	t.rootLock.Unlock()
+	e.logMu.Lock()
+	lt.log.live = true
+	e.logMu.Unlock()
+	return t, nil
+}
+
+// LogTreeStats returns the counters of the log trees since mount (parent
+// write locks, leaf splits, CoWs).
+func (e *Engine) LogTreeStats() TreeStats { return e.logTree.Stats() }
+
+// newLogNode is newNode for a log handle: a block outside any delta.
+func (e *Engine) newLogNode(tr *Trans, t *Tree, level int) (*ExtentBuffer, error) {
+	bytenr, err := e.alloc.allocLog(uint64(e.geo.nodeSize), tr.reserved)
+	if err != nil {
+		return nil, err
+	}
+	eb := newExtentBuffer(bytenr, alignedNode(e.geo.nodeSize), t.classes[level])
+	eb.setHeader(e.fsid, tr.id, t.id, level)
+	eb.lock.Lock()
+	eb.dirty.Store(true)
+	e.logMu.Lock()
+	tr.log.blocks[bytenr] = struct{}{}
+	tr.log.gens[tr.id] = struct{}{}
+	e.logMu.Unlock()
+	e.dirtyMu.Lock()
+	m := e.dirty[tr.id]
+	if m == nil {
+		m = map[uint64]*ExtentBuffer{}
+		e.dirty[tr.id] = m
+	}
+	m[bytenr] = eb
+	e.dirtyMu.Unlock()
+	e.cache.Add(bytenr, eb)
+	return eb, nil
+}
+
+// freeLogNode is freeNode for a log handle.
+func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
+	ns := uint64(e.geo.nodeSize)
+	if eb.Generation() == tr.id {
+		// Born in this sub-transaction: never written, never reachable
+		// from a durable superblock.
+		e.removeDirty(tr.id, eb)
+		eb.dirty.Store(false)
+		e.cache.Remove(eb.bytenr)
+		e.logMu.Lock()
+		delete(tr.log.blocks, eb.bytenr)
+		e.logMu.Unlock()
+		if err := e.alloc.release(eb.bytenr, ns); err != nil {
+			e.fail(err)
+		}
+		return
+	}
+	e.logMu.Lock()
+	tr.log.pending = append(tr.log.pending, pendingBlock{eb.bytenr, tr.id})
+	e.logMu.Unlock()
+}
+
+// SyncLog makes log sub-transaction sub of transaction tid durable, with
+// every earlier one: the log nodes not yet written (in one batch of large
+// writes), a flush, the superblock naming the log root, a flush — two
+// linked submissions on the ring. The caller holds a handle of tid (so tid
+// cannot commit meanwhile) and serialises syncs of one transaction (the log
+// transaction protocol does). It waits for tid-1 to be durable first: the
+// log records changes on top of tid-1, and replay applies it to the newest
+// committed state. It returns the number of nodes written.
+func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
+	if err := e.failure(); err != nil {
+		return 0, err
+	}
+	if err := e.WaitCommitted(ctx, tid-1); err != nil {
+		return 0, err
+	}
+	gen := LogGeneration(tid, sub)
+	e.logMu.Lock()
+	st := e.logs[tid]
+	var gens []uint64
+	if st != nil {
+		for g := range st.gens {
+			if g <= gen {
+				gens = append(gens, g)
+				delete(st.gens, g)
+			}
+		}
+	}
+	e.logMu.Unlock()
+	if st == nil || !st.live {
+		return 0, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
+	}
+	var nodes []*ExtentBuffer
+	for _, g := range gens {
+		nodes = append(nodes, e.takeDirty(g)...)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].bytenr < nodes[j].bytenr })
+	for _, eb := range nodes {
+		eb.lock.Lock()
+		eb.seal()
+		eb.lock.Unlock()
+	}
+	r := e.logTree.rootAt(gen)
+	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
+	start := time.Now()
+
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.sb.Generation != tid-1 {
+		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.sb.Generation))
+	}
+	sb := e.sb
+	sb.Seq++
+	sb.Bytenr = slotOffset(sb.Seq)
+	sb.LogRoot = ref
+	sb.LogTransid = gen
+	super := dev.AlignedBuffer(superSize)
+	sb.encode(super)
+	if err := e.dev.WriteDurable(e.nodeWrites(nodes), []dev.IO{{Off: int64(sb.Bytenr), Buf: super}}); err != nil {
+		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
+	}
+	e.sb = sb
+	for _, eb := range nodes {
+		eb.dirty.Store(false)
+	}
+	e.logMu.Lock()
+	keep := st.pending[:0]
+	var free []uint64
+	for _, p := range st.pending {
+		if p.gen <= gen {
+			free = append(free, p.bytenr)
+			delete(st.blocks, p.bytenr)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	st.pending = keep
+	e.logMu.Unlock()
+	e.releaseLogBlocks(free)
+	e.stats.logSyncs.Add(1)
+	e.stats.nodesWritten.Add(uint64(len(nodes)))
+	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "took", time.Since(start))
+	return len(nodes), nil
+}
+
+// releaseLogBlocks returns log blocks no durable superblock reaches.
+func (e *Engine) releaseLogBlocks(blocks []uint64) {
+	ns := uint64(e.geo.nodeSize)
+	for _, b := range blocks {
+		if eb, ok := e.cache.Remove(b); ok {
+			eb.dirty.Store(false)
+		}
+		if err := e.alloc.release(b, ns); err != nil {
+			e.fail(err)
+			return
+		}
+	}
+}
+
+// dropLog releases transaction tid's log once tid is durable: the
+// superblock of its commit names no log.
+func (e *Engine) dropLog(tid uint64) {
+	e.logMu.Lock()
+	st := e.logs[tid]
+	delete(e.logs, tid)
+	e.logMu.Unlock()
+	if st == nil {
+		return
+	}
+	for g := range st.gens {
+		for _, eb := range e.takeDirty(g) {
+			eb.dirty.Store(false)
+		}
+	}
+	blocks := make([]uint64, 0, len(st.blocks))
+	for b := range st.blocks {
+		blocks = append(blocks, b)
+	}
+	e.releaseLogBlocks(blocks)
+}
+
+// ReplayLog returns the log tree the mounted superblock names, read-only,
+// and its log generation; nil when there is none. Replay reads it, claims
+// its blocks (ClaimLog) and the data it references (ClaimData), applies it
+// and commits: the commit's superblock names no log.
+func (e *Engine) ReplayLog() (*Tree, uint64, error) {
+	if e.sb.LogRoot.bytenr == 0 {
+		return nil, 0, nil
+	}
+	t := newTree(e, LogTreeID)
+	root, err := e.readNode(e.sb.LogRoot.bytenr, LogTreeID, e.sb.LogRoot.level)
+	if err != nil {
+		return nil, e.sb.LogTransid, err
+	}
+	if root.Generation() != e.sb.LogRoot.generation {
+		return nil, e.sb.LogTransid, fmt.Errorf("%w: log root generation %d, superblock says %d", ErrCorruption, root.Generation(), e.sb.LogRoot.generation)
+	}
+	t.root = root
+	return t, e.sb.LogTransid, nil
+}
+
+// ClaimLog reads every node of log tree t (each read verifies its checksum:
+// a damaged log fails here, before anything is applied) and takes their
+// blocks out of the free space until tr is durable: the free space tree of
+// the last commit counts them free.
+func (e *Engine) ClaimLog(tr *Trans, t *Tree) error {
+	var blocks []uint64
+	var walk func(eb *ExtentBuffer) error
+	walk = func(eb *ExtentBuffer) error {
+		blocks = append(blocks, eb.bytenr)
+		if eb.IsLeaf() {
+			return nil
+		}
+		for i := range eb.ItemCount() {
+			child, err := e.readChild(t, eb, i)
+			if err != nil {
+				return err
+			}
+			if err := walk(child); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(t.root); err != nil {
+		return err
+	}
+	ns := uint64(e.geo.nodeSize)
+	for _, b := range blocks {
+		if err := e.alloc.claim(b, ns); err != nil {
+			return fmt.Errorf("engine: log node %d: %w", b, err)
+		}
+	}
+	e.logMu.Lock()
+	st := e.logStateLocked(tr.id)
+	for _, b := range blocks {
+		st.blocks[b] = struct{}{}
+	}
+	e.logMu.Unlock()
+	return nil
+}
+
+// ClaimData records data space that only the log references as allocated
+// in tr: the free space tree of the last commit counts it free.
+func (e *Engine) ClaimData(tr *Trans, start, length uint64) error {
+	if err := e.alloc.claim(start, length); err != nil {
+		return fmt.Errorf("engine: logged data [%d, +%d): %w", start, length, err)
+	}
+	e.alloc.useData(tr.id, start, length)
+	return nil
+}
+
+// CommittedGeneration is the generation of the newest durable commit.
+func (e *Engine) CommittedGeneration() uint64 {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	return e.sb.Generation
+}

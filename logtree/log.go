@@ -1,0 +1,218 @@
+package logtree
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ustore/engine"
+	"ustore/trace"
+)
+
+// ErrLogForceCommit: the log cannot express this fsync (or the log of this
+// transaction is poisoned); the caller commits the transaction instead.
+var ErrLogForceCommit = errors.New("logtree: fsync needs a full commit")
+
+// Log is the fsync log of the fs root (btrfs: the log fields of struct
+// btrfs_root). The mutex is logMutex; it is never held across I/O.
+type Log struct {
+	e *engine.Engine
+
+	mu   sync.Mutex
+	cond *sync.Cond // signalled when writers drop or a sync ends
+	// tid is the transaction the state below belongs to; a Join in a newer
+	// transaction starts it afresh (the old log went with its commit).
+	tid uint64
+	// logTransid is the current log sub-transaction: new contexts join it.
+	logTransid uint64
+	// logWriters counts contexts of logTransid still logging.
+	logWriters int
+	// logCommit[sub%2] is the sync of sub in flight, if any.
+	logCommit [2]*syncResult
+	// logCtxs[sub%2] are the contexts that joined sub.
+	logCtxs [2][]*Ctx
+	// forceCommit is a transaction whose log is poisoned.
+	forceCommit uint64
+
+	// lastLogCommit is the log generation of the newest durable log sync.
+	lastLogCommit atomic.Uint64
+
+	// InsertSearch is an ablation for benchmarks: an inode item logged
+	// again is found with an inserting search (parent write-locked, may
+	// split) instead of a leaf-only one. Set before use.
+	InsertSearch bool
+
+	stats stats
+}
+
+// syncResult is one sync's outcome, for everyone who waits on it.
+type syncResult struct {
+	done chan struct{}
+	err  error
+}
+
+// Ctx is one fsync's part in a log transaction (btrfs: btrfs_log_ctx).
+type Ctx struct {
+	l     *Log
+	tid   uint64
+	sub   uint64
+	left  bool // Done called
+	batch int  // contexts in the sync that completed this one
+}
+
+// New returns the log of engine e.
+func New(e *engine.Engine) *Log {
+	l := &Log{e: e}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// LastLogCommit is the log generation of the newest durable log sync: an
+// inode logged at a generation not above it is in a durable log. One
+// atomic load.
+func (l *Log) LastLogCommit() uint64 { return l.lastLogCommit.Load() }
+
+// Join makes a context for the fsync of one inode in tr's transaction and
+// returns it with the handle to log with. The caller must call Done once
+// it has logged (or given up), then Sync (unless it gives up). It fails
+// with ErrLogForceCommit when the transaction's log is poisoned.
+func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
+	l.mu.Lock()
+	if l.tid != tr.ID() {
+		l.tid = tr.ID()
+		l.logTransid = 1
+		l.logWriters = 0
+		l.logCommit = [2]*syncResult{}
+		l.logCtxs = [2][]*Ctx{}
+	}
+	if l.forceCommit == l.tid {
+		l.mu.Unlock()
+		return nil, nil, ErrLogForceCommit
+	}
+	c := &Ctx{l: l, tid: l.tid, sub: l.logTransid}
+	l.logWriters++
+	l.logCtxs[c.sub%2] = append(l.logCtxs[c.sub%2], c)
+	l.mu.Unlock()
+	lt, err := l.e.LogTrans(tr, c.sub)
+	if err != nil {
+		l.Poison(c)
+		c.Done()
+		return nil, nil, errors.Join(ErrLogForceCommit, err)
+	}
+	return c, lt, nil
+}
+
+// Generation is the log generation the context logs in.
+func (c *Ctx) Generation() uint64 { return engine.LogGeneration(c.tid, c.sub) }
+
+// Done ends the context's logging: the committer of its sub-transaction
+// may go ahead once every context has.
+func (c *Ctx) Done() {
+	l := c.l
+	l.mu.Lock()
+	if !c.left {
+		c.left = true
+		if l.tid == c.tid && l.logTransid == c.sub {
+			l.logWriters--
+			l.cond.Broadcast()
+		}
+	}
+	l.mu.Unlock()
+}
+
+// Poison makes every fsync of c's transaction fall back to a commit: its
+// log may hold half of what c meant to log.
+func (l *Log) Poison(c *Ctx) {
+	l.mu.Lock()
+	l.forceCommit = c.tid
+	l.mu.Unlock()
+	l.stats.poisoned.Add(1)
+}
+
+// Sync makes c's log sub-transaction durable (btrfs: btrfs_sync_log). The
+// first context to get here commits it for all that joined; the others
+// wait for that result. The caller still holds its transaction handle.
+func (l *Log) Sync(ctx context.Context, c *Ctx) error {
+	ctx, span := trace.Start(ctx, "logtree.sync_log", trace.Transid(c.tid))
+	defer span.End()
+	start := time.Now()
+	err := l.sync(ctx, c)
+	if err != nil {
+		span.RecordError(err)
+	}
+	span.SetAttributes(trace.BatchSize(c.batch))
+	trace.RecordLogSync(time.Since(start), c.batch)
+	return err
+}
+
+func (l *Log) sync(ctx context.Context, c *Ctx) error {
+	c.Done()
+	l.mu.Lock()
+	idx := c.sub % 2
+	for {
+		if l.tid != c.tid {
+			// The transaction committed (its log with it) while we waited.
+			l.mu.Unlock()
+			return ErrLogForceCommit
+		}
+		if l.forceCommit == c.tid {
+			l.mu.Unlock()
+			return ErrLogForceCommit
+		}
+		if r := l.logCommit[idx]; r != nil && c.sub < l.logTransid {
+			// Our sub-transaction is being synced by its committer.
+			l.mu.Unlock()
+			<-r.done
+			c.batch = -1 // counted by the committer
+			return r.err
+		}
+		if c.sub < l.logTransid {
+			// Synced already: lastLogCommit tells.
+			l.mu.Unlock()
+			if l.lastLogCommit.Load() >= c.Generation() {
+				return nil
+			}
+			return ErrLogForceCommit
+		}
+		// We commit c.sub: wait for the previous sync (it wrote nodes our
+		// superblock may name) and for our writers.
+		if prev := l.logCommit[(c.sub+1)%2]; prev != nil {
+			l.mu.Unlock()
+			<-prev.done
+			l.mu.Lock()
+			continue
+		}
+		if l.logWriters > 0 {
+			l.stats.writerWaits.Add(1)
+			l.cond.Wait()
+			continue
+		}
+		break
+	}
+	r := &syncResult{done: make(chan struct{})}
+	l.logCommit[idx] = r
+	ctxs := l.logCtxs[idx]
+	l.logCtxs[idx] = nil
+	l.logTransid++
+	l.logWriters = 0
+	l.mu.Unlock()
+
+	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub)
+	if err == nil {
+		l.lastLogCommit.Store(c.Generation()) // no logMutex: only committers write it
+	}
+	c.batch = len(ctxs)
+	l.stats.syncs.Add(1)
+	l.stats.contexts.Add(uint64(len(ctxs)))
+	r.err = err
+	close(r.done)
+	l.mu.Lock()
+	if l.logCommit[idx] == r {
+		l.logCommit[idx] = nil
+	}
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	return err
+}

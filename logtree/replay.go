@@ -1,0 +1,282 @@
+package logtree
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"time"
+
+	"ustore/engine"
+)
+
+// Target applies a log's items to the filesystem; the store implements it.
+// Replay calls it stage by stage, in btrfs's order (tree-log.c: pin, replay
+// inodes, replay directory indexes, replay everything else), all in one
+// transaction handle.
+type Target interface {
+	// ReplayInode puts a logged inode item in place, creating the inode.
+	ReplayInode(tr *engine.Trans, ino uint64, item engine.InodeItem, flags LogFlags) error
+	// ReplayDirRange makes dir's entries with an index in [lo, hi) exactly
+	// entries.
+	ReplayDirRange(tr *engine.Trans, dir, lo, hi uint64, entries []engine.DirEntry) error
+	// ReplayNames makes ino's names exactly refs (parent → its entries
+	// there, Child holding the parent).
+	ReplayNames(tr *engine.Trans, ino uint64, refs []engine.DirEntry) error
+	// ReplayFileRange makes ino's extents in [start, end) exactly exts.
+	ReplayFileRange(tr *engine.Trans, ino, start, end uint64, exts []Extent) error
+	// ReplayCsums puts the checksums of the blocks from start in place.
+	ReplayCsums(tr *engine.Trans, start uint64, sums []byte) error
+	// ReplayDone fixes what the stages leave to it: link counts, directory
+	// sizes, byte counts, inodes left without a name.
+	ReplayDone(tr *engine.Trans) error
+}
+
+// Extent is a logged EXTENT_DATA item.
+type Extent struct {
+	Off  uint64
+	Item engine.FileExtent
+}
+
+// Report says what replay did.
+type Report struct {
+	Found         bool   // the superblock named a log
+	LogGeneration uint64 // its log generation (transaction << 24 | sub)
+	Applied       bool
+	Inodes        int
+	DirRanges     int
+	FileRanges    int
+	DataBytes     uint64 // data that only the log referenced
+	Lost          error  // the log was damaged and not applied
+	Took          time.Duration
+}
+
+// logItems is a whole log, read before anything is applied.
+type logItems struct {
+	inodes    map[uint64]engine.InodeItem
+	flags     map[uint64]LogFlags
+	refs      map[uint64][]engine.DirEntry
+	dirRanges []dirRange
+	dirIndex  map[uint64][]engine.DirEntry // dir → logged DIR_INDEX entries
+	fileRange []fileRange
+	extents   map[uint64][]Extent
+	csums     []csumRun
+}
+
+type dirRange struct{ dir, lo, hi uint64 }
+type fileRange struct{ ino, start, end uint64 }
+type csumRun struct {
+	start uint64
+	sums  []byte
+}
+
+// Replay applies the log the mounted superblock names, if any, and commits:
+// the commit's superblock names no log. A damaged log is reported in the
+// Report (Lost) and the store stays at its last commit; an error means the
+// log could not be applied and nothing was committed.
+func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logger) (Report, error) {
+	start := time.Now()
+	t, gen, err := e.ReplayLog()
+	rep := Report{Found: t != nil || err != nil, LogGeneration: gen}
+	if !rep.Found {
+		return rep, nil
+	}
+	tr, serr := e.Start()
+	if serr != nil {
+		return rep, serr
+	}
+	var items *logItems
+	if err == nil {
+		err = e.ClaimLog(tr, t)
+	}
+	if err == nil {
+		items, err = readLog(t)
+	}
+	if err != nil {
+		tr.End()
+		rep.Lost = err
+		log.Error("logtree: the fsync log is damaged and was not applied; the store is at its last commit, and fsyncs acknowledged after that commit are lost",
+			"log_generation", gen, "transaction", gen>>24, "err", err)
+		_, cerr := e.Commit(ctx)
+		rep.Took = time.Since(start)
+		return rep, cerr
+	}
+	if err := apply(e, tr, target, items, &rep); err != nil {
+		tr.End()
+		return rep, e.Abort(fmt.Errorf("logtree: replay: %w", err))
+	}
+	tr.End()
+	if _, err := e.Commit(ctx); err != nil {
+		return rep, err
+	}
+	rep.Applied = true
+	rep.Took = time.Since(start)
+	log.Info("logtree: replayed the fsync log", "log_generation", gen, "inodes", rep.Inodes,
+		"dir_ranges", rep.DirRanges, "file_ranges", rep.FileRanges, "data_bytes", rep.DataBytes, "took", rep.Took)
+	return rep, nil
+}
+
+// readLog reads every item of log tree t.
+func readLog(t *engine.Tree) (*logItems, error) {
+	li := &logItems{inodes: map[uint64]engine.InodeItem{}, flags: map[uint64]LogFlags{},
+		refs: map[uint64][]engine.DirEntry{}, dirIndex: map[uint64][]engine.DirEntry{}, extents: map[uint64][]Extent{}}
+	var derr error
+	err := t.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
+		switch {
+		case k.ObjectID == engine.CsumObjectID && k.Type == engine.TypeExtentCsum:
+			li.csums = append(li.csums, csumRun{k.Offset, slices.Clone(b)})
+		case k.Type == engine.TypeInodeItem:
+			var it engine.InodeItem
+			if it, derr = engine.DecodeInodeItem(b); derr == nil {
+				li.inodes[k.ObjectID] = it
+			}
+		case k.Type == TypeLogInode:
+			if len(b) != 1 {
+				derr = fmt.Errorf("%w: LOG_INODE item of %d bytes", engine.ErrCorruption, len(b))
+			} else {
+				li.flags[k.ObjectID] = LogFlags(b[0])
+			}
+		case k.Type == engine.TypeInodeRef:
+			var es []engine.DirEntry
+			if es, derr = engine.DecodeDirEntries(b); derr == nil {
+				for _, e := range es {
+					e.Name = slices.Clone(e.Name)
+					li.refs[k.ObjectID] = append(li.refs[k.ObjectID], e)
+				}
+			}
+		case k.Type == TypeDirLogIndex:
+			var hi uint64
+			if hi, derr = DecodeEnd(b); derr == nil {
+				li.dirRanges = append(li.dirRanges, dirRange{k.ObjectID, k.Offset, hi})
+			}
+		case k.Type == engine.TypeDirIndex:
+			var es []engine.DirEntry
+			if es, derr = engine.DecodeDirEntries(b); derr == nil && len(es) == 1 {
+				es[0].Name = slices.Clone(es[0].Name)
+				li.dirIndex[k.ObjectID] = append(li.dirIndex[k.ObjectID], es[0])
+			} else if derr == nil {
+				derr = fmt.Errorf("%w: DIR_INDEX item with %d entries", engine.ErrCorruption, len(es))
+			}
+		case k.Type == TypeLogFileRange:
+			var end uint64
+			if end, derr = DecodeEnd(b); derr == nil {
+				li.fileRange = append(li.fileRange, fileRange{k.ObjectID, k.Offset, end})
+			}
+		case k.Type == engine.TypeExtentData:
+			var x engine.FileExtent
+			if x, derr = engine.DecodeFileExtent(b); derr == nil {
+				x.Data = slices.Clone(x.Data)
+				li.extents[k.ObjectID] = append(li.extents[k.ObjectID], Extent{k.Offset, x})
+			}
+		default:
+			derr = fmt.Errorf("%w: log item %v of an unknown type", engine.ErrCorruption, k)
+		}
+		return derr == nil
+	})
+	if err == nil {
+		err = derr
+	}
+	return li, err
+}
+
+// apply runs the stages.
+func apply(e *engine.Engine, tr *engine.Trans, target Target, li *logItems, rep *Report) error {
+	// Stage 1, pin: the data only the log references (written after the
+	// last commit) is free in the committed free space tree.
+	committed := e.CommittedGeneration()
+	var data []Extent
+	for _, xs := range li.extents {
+		for _, x := range xs {
+			if x.Item.Type == engine.ExtentRegular {
+				data = append(data, x)
+			}
+		}
+	}
+	for _, x := range data {
+		if x.Item.Generation > committed {
+			if err := e.ClaimData(tr, x.Item.DiskBytenr, x.Item.NumBytes); err != nil {
+				return err
+			}
+			rep.DataBytes += x.Item.NumBytes
+		}
+	}
+	// Stage 2: inodes.
+	inos := sortedKeys(li.inodes)
+	for _, ino := range inos {
+		if err := target.ReplayInode(tr, ino, li.inodes[ino], li.flags[ino]); err != nil {
+			return fmt.Errorf("inode %d: %w", ino, err)
+		}
+	}
+	rep.Inodes = len(inos)
+	// Stage 3: directory indexes, additions and deletions.
+	for _, r := range li.dirRanges {
+		var in []engine.DirEntry
+		for _, d := range li.dirIndex[r.dir] {
+			if d.Index >= r.lo && d.Index < r.hi {
+				in = append(in, d)
+			}
+		}
+		if err := target.ReplayDirRange(tr, r.dir, r.lo, r.hi, in); err != nil {
+			return fmt.Errorf("directory %d [%d, %d): %w", r.dir, r.lo, r.hi, err)
+		}
+	}
+	rep.DirRanges = len(li.dirRanges)
+	// Stage 4: everything else — names, file ranges, checksums.
+	for _, ino := range sortedKeys(li.flags) {
+		if li.flags[ino]&LogNames != 0 {
+			if err := target.ReplayNames(tr, ino, li.refs[ino]); err != nil {
+				return fmt.Errorf("names of %d: %w", ino, err)
+			}
+		}
+	}
+	for _, r := range li.fileRange {
+		var in []Extent
+		for _, x := range li.extents[r.ino] {
+			if x.Off >= r.start && x.Off < r.end {
+				in = append(in, x)
+			}
+		}
+		if err := target.ReplayFileRange(tr, r.ino, r.start, r.end, in); err != nil {
+			return fmt.Errorf("file %d [%d, %d): %w", r.ino, r.start, r.end, err)
+		}
+	}
+	rep.FileRanges = len(li.fileRange)
+	// Only the checksums of logged data: a log may keep those of extents a
+	// later logging of the same range replaced.
+	sort.Slice(data, func(i, j int) bool { return data[i].Item.DiskBytenr < data[j].Item.DiskBytenr })
+	for _, c := range li.csums {
+		for _, run := range clipCsums(c, data) {
+			if err := target.ReplayCsums(tr, run.start, run.sums); err != nil {
+				return fmt.Errorf("checksums at %d: %w", run.start, err)
+			}
+		}
+	}
+	return target.ReplayDone(tr)
+}
+
+// clipCsums returns the parts of c inside the disk ranges of data (sorted
+// by disk bytenr).
+func clipCsums(c csumRun, data []Extent) []csumRun {
+	const bs = engine.SectorSize
+	end := c.start + uint64(len(c.sums)/engine.CsumSize)*bs
+	var out []csumRun
+	for _, x := range data {
+		s, e := max(c.start, x.Item.DiskBytenr), min(end, x.Item.DiskBytenr+x.Item.NumBytes)
+		if s >= e {
+			continue
+		}
+		i, j := (s-c.start)/bs*engine.CsumSize, (e-c.start)/bs*engine.CsumSize
+		out = append(out, csumRun{s, c.sums[i:j]})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	ks := make([]uint64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,30 @@
+package logtree
+
+import "sync/atomic"
+
+type stats struct {
+	syncs, contexts, writerWaits, poisoned atomic.Uint64
+	inPlace, inserted                      atomic.Uint64
+}
+
+// Stats are the log's counters since mount.
+type Stats struct {
+	// Syncs is log syncs; Contexts the fsync contexts they completed:
+	// Contexts/Syncs is the mean group-commit batch.
+	Syncs, Contexts uint64
+	// WriterWaits: a committer waited for a context still logging.
+	WriterWaits uint64
+	// Poisoned: a failure while logging made a transaction's log fall back
+	// to commits.
+	Poisoned uint64
+	// InPlace counts items updated in place through a leaf-only search
+	// (insLen 0); Inserted items inserted (a search that may split).
+	InPlace, Inserted uint64
+}
+
+// Stats returns the counters.
+func (l *Log) Stats() Stats {
+	s := &l.stats
+	return Stats{Syncs: s.syncs.Load(), Contexts: s.contexts.Load(), WriterWaits: s.writerWaits.Load(),
+		Poisoned: s.poisoned.Load(), InPlace: s.inPlace.Load(), Inserted: s.inserted.Load()}
+}

@@ -1,0 +1,100 @@
+package logtree
+
+import (
+	"errors"
+
+	"ustore/engine"
+)
+
+// Writer writes one context's items into the log tree of its transaction.
+type Writer struct {
+	l  *Log
+	lt *engine.Trans
+	t  *engine.Tree
+}
+
+// Writer returns a writer for the log handle lt (from Join), creating the
+// transaction's log tree on first use.
+func (l *Log) Writer(lt *engine.Trans) (*Writer, error) {
+	t, err := l.e.LogTree(lt)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{l: l, lt: lt, t: t}, nil
+}
+
+// Set puts an item into the log, replacing one with the same key. An item
+// already logged in this transaction with the same size — an inode item
+// logged again — is overwritten through a leaf-only search (insLen 0): the
+// leaf is write-locked, its parent is not, and nothing splits (the 2021
+// btrfs fsync patch, part 4). With Log.InsertSearch set (an ablation for
+// benchmarks) the search reserves room as an insert would, taking the
+// parent's write lock.
+func (w *Writer) Set(key engine.Key, data []byte) error {
+	insLen := 0
+	if w.l.InsertSearch {
+		insLen = len(data) + 64
+	}
+	var p engine.Path
+	found, err := w.t.SearchSlot(w.lt, key, &p, insLen, true)
+	if err != nil {
+		p.Release()
+		return err
+	}
+	if found {
+		leaf, slot := p.Leaf()
+		if leaf.ItemSize(slot) == len(data) {
+			copy(leaf.ItemData(slot), data)
+			p.Release()
+			w.l.stats.inPlace.Add(1)
+			return nil
+		}
+	}
+	p.Release()
+	if found {
+		if err := w.t.DeleteItem(w.lt, key); err != nil {
+			return err
+		}
+	}
+	w.l.stats.inserted.Add(1)
+	return w.t.InsertItem(w.lt, key, data)
+}
+
+// Insert inserts items with ascending keys, none of which may be in the
+// log, as one batch: one search per leaf-full and one bulk copy of their
+// data (the 2021 btrfs bulk-insertion patch).
+func (w *Writer) Insert(keys []engine.Key, payloads [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	b, err := engine.NewItemBatch(keys, payloads)
+	if err != nil {
+		return err
+	}
+	w.l.stats.inserted.Add(uint64(len(keys)))
+	return w.t.InsertItems(w.lt, b)
+}
+
+// DeleteRange deletes the logged items with keys in [from, to].
+func (w *Writer) DeleteRange(from, to engine.Key) error {
+	_, err := w.t.DeleteRange(w.lt, from, to)
+	return err
+}
+
+// Lookup returns a logged item's payload (a copy), or engine.ErrNotFound.
+func (w *Writer) Lookup(key engine.Key) ([]byte, error) {
+	b, err := w.t.Lookup(key)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// Iterate calls fn for each logged item from key on, while fn returns
+// true; data is valid only during the call.
+func (w *Writer) Iterate(from engine.Key, fn func(k engine.Key, data []byte) bool) error {
+	return w.t.Iterate(from, fn)
+}
+
+// IsNotFound reports whether err means an absent item.
+func IsNotFound(err error) bool { return errors.Is(err, engine.ErrNotFound) }

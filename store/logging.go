@@ -1,0 +1,451 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"ustore/engine"
+	"ustore/logtree"
+	"ustore/trace"
+)
+
+// Logging an inode for fsync (btrfs: btrfs_log_inode). What goes into the
+// log tree, as copies of fs and csum items:
+//
+//   - the inode item, as the tree has it (size = what is on disk);
+//   - its names — every INODE_REF — unless it is the root, marked LogNames:
+//     replay makes its names exactly these; and, for each parent created
+//     in this transaction, that parent too (its item and names), up to a
+//     committed directory, so the name has somewhere to live;
+//   - a file's extents in the ranges changed since it was last logged
+//     (logTrack), each range widened to whole extents and to the logged
+//     ranges it touches, with a LOG_FILE_RANGE item saying which range the
+//     logged extents replace, and the checksums of their blocks;
+//   - a directory's entries in the index ranges changed since it was last
+//     logged, with DIR_LOG_INDEX items saying which ranges they replace (so
+//     replay deletes removed names), inserted in batches; and the item of
+//     each entry's inode created in this transaction (LogExists).
+//
+// The caller holds renameMu (read), the inode's mu and a transaction
+// handle: the inode's items cannot change under it.
+
+// logInode copies in's changed items into the log through w.
+func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid uint64, in *inode) error {
+	_, span := trace.Start(ctx, "logtree.log_inode", trace.Ino(in.ino))
+	defer span.End()
+	item, err := s.fs.Lookup(inodeKey(in.ino))
+	if err != nil {
+		return err
+	}
+	flags := logtree.LogNames
+	if in.ino == engine.RootDirIno {
+		flags = 0
+	}
+	if err := s.logItem(w, in.ino, item, flags); err != nil {
+		return err
+	}
+	if flags&logtree.LogNames != 0 {
+		if err := s.logNames(w, tid, in.ino); err != nil {
+			return err
+		}
+	}
+	if in.isDir() {
+		err = s.logDir(w, tid, in.ino)
+	} else {
+		err = s.logFile(w, tid, in.ino)
+	}
+	if err != nil {
+		span.RecordError(err)
+	}
+	return err
+}
+
+// logItem logs an inode item and how it was logged, keeping what an
+// earlier logging of it in this transaction promised (flags only grow).
+func (s *Store) logItem(w *logtree.Writer, ino uint64, item []byte, flags logtree.LogFlags) error {
+	if err := w.Set(inodeKey(ino), item); err != nil {
+		return err
+	}
+	return s.logFlags(w, ino, flags)
+}
+
+// logFlags records how ino is logged; flags only grow.
+func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) error {
+	old, err := w.Lookup(logtree.LogInodeKey(ino))
+	switch {
+	case err == nil && len(old) == 1:
+		flags |= logtree.LogFlags(old[0])
+		if flags == logtree.LogFlags(old[0]) {
+			return nil
+		}
+	case err != nil && !logtree.IsNotFound(err):
+		return err
+	}
+	return w.Set(logtree.LogInodeKey(ino), []byte{byte(flags)})
+}
+
+// logNames logs every name of ino, and the parents created in tid.
+func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
+	var keys []engine.Key
+	var refs [][]byte
+	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
+		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+			return false
+		}
+		keys = append(keys, k)
+		refs = append(refs, append([]byte(nil), b...))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^uint64(0))); err != nil {
+		return err
+	}
+	if err := w.Insert(keys, refs); err != nil {
+		return err
+	}
+	s.track.namesLogged(tid, ino)
+	for _, k := range keys {
+		parent := k.Offset
+		if parent == engine.RootDirIno || s.track.hasNames(tid, parent) {
+			continue
+		}
+		b, err := s.fs.Lookup(inodeKey(parent))
+		if err != nil {
+			return fmt.Errorf("parent %d of %d: %w", parent, ino, err)
+		}
+		it, err := engine.DecodeInodeItem(b)
+		if err != nil {
+			return err
+		}
+		if s.e.Committed(it.Generation) {
+			continue // its name is durable: it is not new
+		}
+		if err := s.logItem(w, parent, b, logtree.LogNames); err != nil {
+			return err
+		}
+		if err := s.logNames(w, tid, parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logFile logs the extents of the ranges of ino changed in tid.
+func (s *Store) logFile(w *logtree.Writer, tid, ino uint64) error {
+	rs := s.track.takeFile(tid, ino)
+	for i, r := range rs {
+		if err := s.logFileRange(w, ino, r.start, r.end); err != nil {
+			s.track.putFile(tid, ino, rs[i:])
+			return err
+		}
+	}
+	return nil
+}
+
+// logFileRange replaces the log's extents of [a, b) with the tree's.
+func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
+	var xs []fileExtent
+	for {
+		a0, b0 := a, b
+		// Logged ranges that touch [a, b) merge with it: the log's ranges
+		// stay disjoint, each holding exactly the extents inside it.
+		var derr error
+		err := w.Iterate(logtree.FileRangeKey(ino, 0), func(k engine.Key, v []byte) bool {
+			if k.ObjectID != ino || k.Type != logtree.TypeLogFileRange || k.Offset > b {
+				return false
+			}
+			end, err := logtree.DecodeEnd(v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			if end >= a {
+				a, b = min(a, k.Offset), max(b, end)
+			}
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return err
+		}
+		// Whole extents: one that straddles a bound is logged whole.
+		if xs, err = s.extentsIn(ino, a, b); err != nil {
+			return err
+		}
+		for _, x := range xs {
+			a, b = min(a, x.off), max(b, x.end())
+		}
+		if a == a0 && b == b0 {
+			break
+		}
+	}
+	last := b - 1
+	if err := w.DeleteRange(logtree.FileRangeKey(ino, a), logtree.FileRangeKey(ino, last)); err != nil {
+		return err
+	}
+	if err := w.DeleteRange(extentKey(ino, a), extentKey(ino, last)); err != nil {
+		return err
+	}
+	if err := w.Set(logtree.FileRangeKey(ino, a), logtree.EncodeEnd(b)); err != nil {
+		return err
+	}
+	keys := make([]engine.Key, len(xs))
+	items := make([][]byte, len(xs))
+	for i, x := range xs {
+		keys[i], items[i] = extentKey(ino, x.off), x.x.Encode(nil)
+	}
+	if err := w.Insert(keys, items); err != nil {
+		return err
+	}
+	for _, x := range xs {
+		if x.x.Type != engine.ExtentRegular {
+			continue
+		}
+		cs, err := s.csumsIn(x.x.DiskBytenr, x.x.DiskBytenr+x.x.NumBytes)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			start, end := max(c.start, x.x.DiskBytenr), min(c.end(), x.x.DiskBytenr+x.x.NumBytes)
+			sums := c.sums[(start-c.start)/blockSize*engine.CsumSize : (end-c.start)/blockSize*engine.CsumSize]
+			if err := w.Set(csumKey(start), sums); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// logDir logs the index ranges of directory dir changed in tid.
+func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
+	rs := s.track.takeDir(tid, dir)
+	for i, r := range rs {
+		if err := s.logDirRange(w, tid, dir, r.start, r.end); err != nil {
+			s.track.putDir(tid, dir, rs[i:])
+			return err
+		}
+	}
+	// An inode that lost its entry here but has a name elsewhere keeps
+	// it: log its names, or replay would take it for an orphan.
+	for _, child := range s.track.takeUnlinked(tid, dir) {
+		b, err := s.fs.Lookup(inodeKey(child))
+		if errors.Is(err, engine.ErrNotFound) {
+			continue // deleted with its last name
+		}
+		if err != nil {
+			return err
+		}
+		it, err := engine.DecodeInodeItem(b)
+		if err != nil {
+			return err
+		}
+		// Its names only: its data was not asked to be durable. An inode
+		// the last commit does not have needs its item (logged empty).
+		if !s.e.Committed(it.Generation) {
+			if it.Mode&ModeType != ModeDir {
+				it.Size, it.Nbytes = 0, 0
+			}
+			if _, err := w.Lookup(inodeKey(child)); logtree.IsNotFound(err) {
+				if err := w.Set(inodeKey(child), it.Encode(nil)); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := s.logFlags(w, child, logtree.LogNames); err != nil {
+			return err
+		}
+		if err := s.logNames(w, tid, child); err != nil {
+			return err
+		}
+	}
+	s.track.dirLogged(tid, dir)
+	return nil
+}
+
+// dirBatch bounds one batch insertion of directory entries (memory).
+const dirBatch = 4096
+
+// logDirRange replaces the log's entries of dir in [lo, hi) with the
+// tree's.
+func (s *Store) logDirRange(w *logtree.Writer, tid, dir, lo, hi uint64) error {
+	var derr error
+	err := w.Iterate(logtree.DirRangeKey(dir, 0), func(k engine.Key, v []byte) bool {
+		if k.ObjectID != dir || k.Type != logtree.TypeDirLogIndex || k.Offset > hi {
+			return false
+		}
+		end, err := logtree.DecodeEnd(v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		if end >= lo {
+			lo, hi = min(lo, k.Offset), max(hi, end)
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return err
+	}
+	if err := w.DeleteRange(logtree.DirRangeKey(dir, lo), logtree.DirRangeKey(dir, hi-1)); err != nil {
+		return err
+	}
+	if err := w.DeleteRange(dirIndexKey(dir, lo), dirIndexKey(dir, hi-1)); err != nil {
+		return err
+	}
+	if err := w.Set(logtree.DirRangeKey(dir, lo), logtree.EncodeEnd(hi)); err != nil {
+		return err
+	}
+	var keys []engine.Key
+	var items [][]byte
+	var children []uint64
+	flush := func() error {
+		err := w.Insert(keys, items)
+		keys, items = keys[:0], items[:0]
+		return err
+	}
+	err = s.fs.Iterate(dirIndexKey(dir, lo), func(k engine.Key, b []byte) bool {
+		if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
+			return false
+		}
+		keys = append(keys, k)
+		items = append(items, append([]byte(nil), b...))
+		if es, err := engine.DecodeDirEntries(b); err == nil && len(es) == 1 {
+			children = append(children, es[0].Child)
+		}
+		if len(keys) == dirBatch {
+			derr = flush()
+		}
+		return derr == nil
+	})
+	if err == nil {
+		err = derr
+	}
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := s.logExists(w, tid, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logExists logs the item of child, an entry's inode, if it was created
+// in this transaction and is not in the log yet (btrfs: LOG_INODE_EXISTS):
+// replay must find the inode the entry names. Its data was not asked to be
+// durable: a file is logged empty.
+func (s *Store) logExists(w *logtree.Writer, tid, child uint64) error {
+	if s.track.hasNames(tid, child) {
+		return nil
+	}
+	if _, err := w.Lookup(logtree.LogInodeKey(child)); err == nil {
+		return nil
+	} else if !logtree.IsNotFound(err) {
+		return err
+	}
+	b, err := s.fs.Lookup(inodeKey(child))
+	if err != nil {
+		return fmt.Errorf("entry's inode %d: %w", child, err)
+	}
+	it, err := engine.DecodeInodeItem(b)
+	if err != nil {
+		return err
+	}
+	if s.e.Committed(it.Generation) {
+		return nil
+	}
+	if it.Mode&ModeType != ModeDir {
+		it.Size, it.Nbytes = 0, 0
+	}
+	return s.logItem(w, child, it.Encode(nil), logtree.LogExists)
+}
+
+// errFallback is a fsync that must commit, with the reason counted.
+type errFallback struct{ reason string }
+
+func (e *errFallback) Error() string { return "fsync falls back to a commit: " + e.reason }
+func (e *errFallback) Unwrap() error { return logtree.ErrLogForceCommit }
+
+// logAndSync logs in and syncs the log. A result wrapping
+// logtree.ErrLogForceCommit means: commit instead.
+func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err error) {
+	s.renameMu.RLock()
+	in.mu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			in.mu.Unlock()
+			s.renameMu.RUnlock()
+		}
+	}
+	defer unlock()
+	if in.deleted {
+		return "committed", nil // nothing of it can come back: nothing to make durable
+	}
+	tr, err := s.e.Start()
+	if err != nil {
+		return "", err
+	}
+	defer tr.End()
+	tid := tr.ID()
+	if s.e.Committed(in.lastTrans.Load()) {
+		return "committed", nil
+	}
+	if reason := s.track.staleReason(tid); reason != "" {
+		return "", &errFallback{reason}
+	}
+	lctx, lt, err := s.tlog.Join(tr)
+	if err != nil {
+		if errors.Is(err, engine.ErrLogFull) {
+			return "", &errFallback{"log_full"}
+		}
+		return "", &errFallback{"log_poisoned"}
+	}
+	w, err := s.tlog.Writer(lt)
+	if err == nil {
+		changes := in.changes.Load()
+		if err = s.logInode(ctx, w, tid, in); err == nil {
+			in.loggedChanges.Store(changes)
+			in.loggedGen.Store(lctx.Generation())
+		}
+	}
+	if err != nil {
+		s.tlog.Poison(lctx)
+		lctx.Done()
+		s.log.Warn("fsync: logging failed; committing instead", "ino", in.ino, "err", err)
+		return "", &errFallback{"log_error"}
+	}
+	unlock()
+	if err := s.logSync(ctx, lctx); err != nil {
+		if errors.Is(err, logtree.ErrLogForceCommit) {
+			return "", &errFallback{"log_poisoned"}
+		}
+		return "", err
+	}
+	return "logged", nil
+}
+
+func (s *Store) logSync(ctx context.Context, c *logtree.Ctx) error { return s.tlog.Sync(ctx, c) }
+
+// inLog reports whether in's last change is in a durable log: atomics
+// only (btrfs_inode_in_log).
+func (s *Store) inLog(in *inode) bool {
+	gen := in.loggedGen.Load()
+	return gen != 0 && in.loggedChanges.Load() == in.changes.Load() &&
+		engine.LogTransaction(gen) == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
+}

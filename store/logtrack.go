@@ -1,0 +1,250 @@
+package store
+
+import (
+	"slices"
+	"sync"
+)
+
+// logTrack records what the running transaction changed that an fsync may
+// have to log (btrfs keeps this per inode: the modified extent list, the
+// directory's last_unlink_trans, logged_trans; the 2011 csum patch's lesson
+// is that fsync cost must follow the change, not the file). It is kept per
+// store, keyed by inode, so that an inode evicted from memory and loaded
+// again loses nothing. Changes of an older transaction are dropped when the
+// first change of a newer one arrives: that older transaction is committing,
+// and a log sync waits for its commit.
+//
+// mu is a leaf lock: taken last, held for map updates only.
+type logTrack struct {
+	mu  sync.Mutex
+	tid uint64
+	// files: file ranges whose extents changed.
+	files map[uint64]*rangeSet
+	// dirs: directory index ranges whose entries changed (added or
+	// removed).
+	dirs map[uint64]*rangeSet
+	// names: inodes whose names (INODE_REFs) are in tid's log.
+	names map[uint64]struct{}
+	// dirsLogged: directories whose index ranges are in tid's log.
+	dirsLogged map[uint64]struct{}
+	// unlinked: per directory, the inodes whose entries it lost in tid.
+	// Logging the directory logs their names too: one with a name left
+	// elsewhere must not be deleted by replay as an orphan (btrfs:
+	// last_unlink_trans, log_all_parents).
+	unlinked map[uint64][]uint64
+	// stale: why tid's log can no longer be trusted to express a later
+	// fsync ("" while it can): a rename, or a name change of an inode or
+	// directory whose names are already in the log. Every later fsync of
+	// tid commits (btrfs: last_unlink_trans, log_full_commit).
+	stale string
+}
+
+// resetLocked moves the tracker to transaction tid (mu held). It reports
+// false for a change of an older transaction, which the tracker ignores.
+func (t *logTrack) resetLocked(tid uint64) bool {
+	if tid < t.tid {
+		return false
+	}
+	if tid > t.tid {
+		t.tid = tid
+		t.files = map[uint64]*rangeSet{}
+		t.dirs = map[uint64]*rangeSet{}
+		t.names = map[uint64]struct{}{}
+		t.dirsLogged = map[uint64]struct{}{}
+		t.unlinked = map[uint64][]uint64{}
+		t.stale = ""
+	}
+	return true
+}
+
+// fileChanged records that ino's extents in [start, end) changed in tid.
+func (t *logTrack) fileChanged(tid, ino, start, end uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return
+	}
+	rs := t.files[ino]
+	if rs == nil {
+		rs = &rangeSet{}
+		t.files[ino] = rs
+	}
+	rs.add(start, end)
+}
+
+// entryAdded records a new entry at index idx of dir.
+func (t *logTrack) entryAdded(tid, dir, idx, child uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return
+	}
+	t.dirRangeLocked(dir).add(idx, idx+1)
+	if _, ok := t.names[child]; ok && t.stale == "" {
+		t.stale = "logged_name_changed" // a link of a logged inode
+	}
+}
+
+// entryRemoved records the removal of dir's entry at idx (naming child).
+func (t *logTrack) entryRemoved(tid, dir, idx, child uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return
+	}
+	t.dirRangeLocked(dir).add(idx, idx+1)
+	t.unlinked[dir] = append(t.unlinked[dir], child)
+	_, named := t.names[child]
+	_, listed := t.dirsLogged[dir]
+	if (named || listed) && t.stale == "" {
+		t.stale = "logged_name_changed"
+	}
+}
+
+func (t *logTrack) dirRangeLocked(dir uint64) *rangeSet {
+	rs := t.dirs[dir]
+	if rs == nil {
+		rs = &rangeSet{}
+		t.dirs[dir] = rs
+	}
+	return rs
+}
+
+// renamed records a rename in tid: the log cannot express the fsyncs that
+// follow it in tid (btrfs's directory trouble cases), which commit.
+func (t *logTrack) renamed(tid uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resetLocked(tid) && t.stale == "" {
+		t.stale = "rename"
+	}
+}
+
+// staleReason is why fsyncs of tid must commit, or "".
+func (t *logTrack) staleReason(tid uint64) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tid < t.tid {
+		return "old_transaction"
+	}
+	if tid > t.tid {
+		return ""
+	}
+	return t.stale
+}
+
+// takeFile returns and forgets ino's changed file ranges in tid.
+func (t *logTrack) takeFile(tid, ino uint64) []rng {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tid != t.tid || t.files[ino] == nil {
+		return nil
+	}
+	rs := t.files[ino].rs
+	delete(t.files, ino)
+	return rs
+}
+
+// putFile gives ranges back after a failed log (the fsync commits, but a
+// later fsync of the transaction must not think them logged).
+func (t *logTrack) putFile(tid, ino uint64, rs []rng) {
+	for _, r := range rs {
+		t.fileChanged(tid, ino, r.start, r.end)
+	}
+}
+
+// takeDir returns and forgets dir's changed index ranges in tid.
+func (t *logTrack) takeDir(tid, dir uint64) []rng {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tid != t.tid || t.dirs[dir] == nil {
+		return nil
+	}
+	rs := t.dirs[dir].rs
+	delete(t.dirs, dir)
+	return rs
+}
+
+func (t *logTrack) putDir(tid, dir uint64, rs []rng) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return
+	}
+	for _, r := range rs {
+		t.dirRangeLocked(dir).add(r.start, r.end)
+	}
+}
+
+// takeUnlinked returns and forgets the inodes dir lost entries of in tid.
+func (t *logTrack) takeUnlinked(tid, dir uint64) []uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tid != t.tid {
+		return nil
+	}
+	c := t.unlinked[dir]
+	delete(t.unlinked, dir)
+	return c
+}
+
+// namesLogged records that ino's names are in tid's log; it reports
+// whether they were already.
+func (t *logTrack) namesLogged(tid, ino uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return false
+	}
+	_, ok := t.names[ino]
+	t.names[ino] = struct{}{}
+	return ok
+}
+
+// hasNames reports whether ino's names are in tid's log.
+func (t *logTrack) hasNames(tid, ino uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.names[ino]
+	return ok && tid == t.tid
+}
+
+// dirLogged records that dir's index ranges are in tid's log.
+func (t *logTrack) dirLogged(tid, dir uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resetLocked(tid) {
+		t.dirsLogged[dir] = struct{}{}
+	}
+}
+
+// rng is a half-open range [start, end).
+type rng struct{ start, end uint64 }
+
+// rangeSet is a set of disjoint, sorted, non-adjacent ranges. Appending
+// past the end (sequential writes, new directory entries) is O(1).
+type rangeSet struct{ rs []rng }
+
+func (s *rangeSet) add(start, end uint64) {
+	if start >= end {
+		return
+	}
+	n := len(s.rs)
+	if n == 0 || s.rs[n-1].end < start {
+		s.rs = append(s.rs, rng{start, end})
+		return
+	}
+	// First range that ends at or after start (touching merges).
+	i, _ := slices.BinarySearchFunc(s.rs, start, func(r rng, v uint64) int {
+		if r.end < v {
+			return -1
+		}
+		return 1
+	})
+	j := i
+	for j < n && s.rs[j].start <= end {
+		start, end = min(start, s.rs[j].start), max(end, s.rs[j].end)
+		j++
+	}
+	s.rs = slices.Replace(s.rs, i, j, rng{start, end})
+}
