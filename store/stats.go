@@ -3,6 +3,9 @@ package store
 import (
 	"sync"
 	"sync/atomic"
+
+	"ustore/engine"
+	"ustore/logtree"
 )
 
 type storeStats struct {
@@ -31,6 +34,11 @@ type Stats struct {
 	CsumErrors                  uint64 // data blocks that failed their checksum
 	DirtyBytes                  int64  // buffered now
 	Inodes                      int    // in memory now
+	// Log is the fsync log's: log syncs and the contexts they completed
+	// (the group-commit batch), leaf-only relogs. LogTree counts the log
+	// trees' parent write locks and leaf splits.
+	Log     logtree.Stats
+	LogTree engine.TreeStats
 }
 
 // Stats returns the store's counters.
@@ -42,6 +50,7 @@ func (s *Store) Stats() Stats {
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
 		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
 	}
 }
 

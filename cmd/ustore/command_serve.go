@@ -45,6 +45,9 @@ type serveConfig struct {
 	// CommittedLocked is the benchmarks' ablation of the lock-free
 	// Committed check (store.Options.CommittedLocked).
 	CommittedLocked bool
+	// LogInsertSearch is the benchmarks' ablation of the leaf-only search
+	// that relogs an inode item (store.Options.LogInsertSearch).
+	LogInsertSearch bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -153,6 +156,8 @@ cancels the requests still running (the unmount still completes).`,
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
+	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
+		"for benchmarks only: fsync relogs an inode item with an inserting search (parent write locks) instead of a leaf-only one (ustore bench fsync-randwrite)")
 	return c
 }
 
@@ -210,7 +215,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	}
 	defer d.Close()
 	st, err := store.Open(d, store.Options{CacheBytes: cfg.CacheBytes, DirtyBytes: cfg.DirtyBytes,
-		CommitInterval: cfg.CommitInterval, Logger: log, CommittedLocked: cfg.CommittedLocked})
+		CommitInterval: cfg.CommitInterval, Logger: log, CommittedLocked: cfg.CommittedLocked, LogInsertSearch: cfg.LogInsertSearch})
 	if errors.Is(err, engine.ErrNotFormatted) {
 		return fmt.Errorf("%s is not a ustore filesystem (no valid superblock) and is not blank: serve does not format it; "+
 			"run 'ustore mkfs %s' to format it, destroying its contents: %w", cfg.Device, cfg.Device, err)
@@ -230,6 +235,9 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	}()
 	if err := registerStoreStats(st); err != nil {
 		return err
+	}
+	if cfg.LogInsertSearch {
+		log.Warn("ablation: fsync relogs inode items with an inserting search (--ablate-log-leaf-search, for benchmarks only)")
 	}
 	if cfg.CommittedLocked {
 		log.Warn("ablation: the committed check takes the journal's state lock (--ablate-committed-lock, for benchmarks only)")
