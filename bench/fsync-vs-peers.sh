@@ -3,7 +3,7 @@
 # xfs and btrfs, on the same disk, in one run; ratio tables and plots.
 #
 # Usage: sudo bench/fsync-vs-peers.sh                    (as root: loop devices, mkfs, mount)
-#        sudo QUICK=1 bench/fsync-vs-peers.sh            (small sizes: ≈ 6 min on 2 cores)
+#        sudo QUICK=1 bench/fsync-vs-peers.sh            (small sizes: ≈ 6 min on 2 cores; full sizes ≈ 20 min)
 #        bench/fsync-vs-peers.sh --summarize bench/out/fsync-vs-peers-YYYYmmdd-HHMMSS
 #                                                        (the tables again; plots too with PLOTS=DIR)
 #
@@ -28,8 +28,8 @@
 #   dir-fsync        ustore and btrfs with 16 KiB and 64 KiB nodes, ext4, xfs
 #   csum-fsync       ustore, ext4, xfs, btrfs
 #   committed-check  two ustore servers at once (one with
-#                    --ablate-committed-lock), modes randrw and fsync, and ext4
-#                    as the kernel's reference
+#                    --ablate-committed-lock), modes randrw and fsync, CC_REPS
+#                    runs each, and ext4 as the kernel's reference
 # It prints ratio tables (ustore over each peer: above 1 is ustore ahead for
 # rates, behind for times) with the issue's goals, and writes the raw JSON
 # and logs under OUT, and PNG plots (gnuplot) into PLOTS.
@@ -38,12 +38,14 @@
 #   IMG_DIR        image files' directory (ustore-data/fsync-bench, on /)
 #   IMG_SIZE       each image file (8G [4G])
 #   WORKLOADS      fsync-randwrite,dir-fsync,csum-fsync,committed-check
-#   PEERS          ext4,xfs,btrfs
+#   PEERS          ext4,xfs,btrfs (none: ustore alone)
 #   RW_JOBS        8,16          RW_FILE_SIZE  32M          RW_DURATION  30s [10s]
 #   DIR_FILES      1000000 [100000]
 #   CSUM_LARGE     2G [256M]     CSUM_SMALL    4M           CSUM_DURATION 10s [10s]
 #   CC_FILE_SIZE   512M [64M]    CC_DURATION   10s [5s]     CC_MODES     randrw,fsync
+#   CC_REPS        3 [2]         committed-check runs per mode and server, alternating which goes first
 #   REPS           1             repetitions of every case (the summary takes medians)
+#   SERVE_FLAGS    ""            more flags for every `ustore serve` (an ablation, say)
 #   FIO_CHECK      1             fio's fsync-randwrite job on ext4 at 8 jobs
 #   OUT            bench/out/fsync-vs-peers-<date>
 #   PLOTS          docs/img [OUT/img]
@@ -85,11 +87,14 @@ CSUM_DURATION=${CSUM_DURATION:-10s}
 CC_FILE_SIZE=${CC_FILE_SIZE:-$(q 512M 64M)}
 CC_DURATION=${CC_DURATION:-$(q 10s 5s)}
 CC_MODES=${CC_MODES:-randrw,fsync}
+CC_REPS=${CC_REPS:-$(q 3 2)}
 REPS=${REPS:-1}
 FIO_CHECK=${FIO_CHECK:-1}
 OUT=${OUT:-bench/out/fsync-vs-peers-$(date -u +%Y%m%d-%H%M%S)}
 PLOTS=${PLOTS:-$(q docs/img "$OUT/img")}
 USTORE=${USTORE:-}
+SERVE_FLAGS=${SERVE_FLAGS:-}
+[[ $PEERS == none ]] && PEERS=""
 
 # summarize DIR: medians over repetitions, ratio tables, goals; plots.
 summarize() {
@@ -119,6 +124,10 @@ def f1(x): return "-" if x is None else f"{x:,.1f}"
 def f2(x): return "-" if x is None else f"{x:.2f}"
 def ratio(a, b): return None if a is None or not b else a / b
 
+# Store counters that say nothing about how fsyncs went.
+NOISE = {"store_writeback_blocks", "store_writeback_errors", "store_extents_written", "store_csum_errors",
+         "store_dirty_bytes", "store_inodes"}
+
 def counters_line(c):
     """The server counters that say how fsyncs went, compactly."""
     if not c:
@@ -126,7 +135,7 @@ def counters_line(c):
     keep = []
     for k, v in sorted(c.items()):
         name = k.removeprefix("ustore_")
-        if name.startswith("store_fsync") or name.startswith("store_log"):
+        if name.startswith("store_") and name not in NOISE:
             keep.append(f"{name.removeprefix('store_')} {v:+.0f}")
         elif name in ("commit_duration_seconds_count", "log_sync_duration_seconds_count"):
             keep.append(f"{name.removesuffix('_duration_seconds_count')}s {v:.0f}")
@@ -161,6 +170,14 @@ def gnuplot(name, script):
         print(f"gnuplot {gp}: {r.stderr.strip()}", file=sys.stderr)
     else:
         print(f"\nplot: {png}")
+
+def bars(name, header, rows):
+    """The plot clause of a clustered bar chart: one bar series per
+    column that has a value (gnuplot refuses a series with none)."""
+    cols = [i for i in range(1, len(header)) if any(r[i] is not None for r in rows)]
+    dat = write_dat(name, header, rows)
+    return ", ".join(f"'{dat}' using {i + 1}" + (":xtic(1)" if k == 0 else "") + f" title columnheader({i + 1})"
+                     for k, i in enumerate(cols))
 
 def write_dat(name, header, rows):
     path = os.path.join(out, f"plot-{name}.dat")
@@ -210,18 +227,16 @@ if "fsync-randwrite" in workloads:
     for j in jobs:
         if ("ustore", j) in fig and fig[("ustore", j)][3]:
             print(f"\nustore's counters, {j} jobs: {counters_line(fig[('ustore', j)][3])}")
-    write_dat("randwrite-iops", ["jobs"] + systems, [[f"{j} jobs"] + [fig.get((s, j), (None,))[0] for s in systems] for j in jobs])
-    gnuplot("randwrite-iops", f"set title 'fsync-randwrite: write IOPS (fsync every 4 writes)'\nset ylabel 'write IOPS'\n"
-            f"plot for [i=2:{len(systems) + 1}] '{out}/plot-randwrite-iops.dat' using i:xtic(1) title columnheader(i)\n")
+    plot = bars("randwrite-iops", ["jobs"] + systems, [[f"{j} jobs"] + [fig.get((s, j), (None,))[0] for s in systems] for j in jobs])
+    gnuplot("randwrite-iops", f"set title 'fsync-randwrite: write IOPS (fsync every 4 writes)'\nset ylabel 'write IOPS'\nplot {plot}\n")
     rows = []
     for s in systems:
         for j in jobs:
             f = fig.get((s, j))
             rows.append([f"{s} {j}j", f[1] if f else None, f[2] if f else None])
-    write_dat("randwrite-latency", ["case", "fsync p50", "fsync p99"], rows)
+    plot = bars("randwrite-latency", ["case", "fsync p50", "fsync p99"], rows)
     gnuplot("randwrite-latency", "set title 'fsync-randwrite: fsync latency'\nset ylabel 'µs (log)'\nset logscale y\n"
-            "set xtics rotate by -30\n"
-            f"plot '{out}/plot-randwrite-latency.dat' using 2:xtic(1) title columnheader(2), '' using 3 title columnheader(3)\n")
+            f"set xtics rotate by -30\nplot {plot}\n")
 
 # --- dir-fsync ---------------------------------------------------------------
 if "dir-fsync" in workloads:
@@ -261,9 +276,9 @@ if "dir-fsync" in workloads:
             if c.get(step):
                 print(f"\n{u} counters, {step.replace('_', ' ')}: {counters_line(c[step])}")
     rows = [[v, fig[v]["fsync_after_create_ms"], fig[v]["fsync_after_delete_ms"]] for v in variants if v in fig]
-    write_dat("dir", ["fs", "dir fsync after create", "dir fsync after delete"], rows)
+    plot = bars("dir", ["fs", "dir fsync after create", "dir fsync after delete"], rows)
     gnuplot("dir", "set title 'dir-fsync: directory fsync after creates and after 1000 deletes'\nset ylabel 'ms (log)'\n"
-            f"set logscale y\nplot '{out}/plot-dir.dat' using 2:xtic(1) title columnheader(2), '' using 3 title columnheader(3)\n")
+            f"set logscale y\nplot {plot}\n")
 
 # --- csum-fsync --------------------------------------------------------------
 if "csum-fsync" in workloads:
@@ -298,9 +313,8 @@ if "csum-fsync" in workloads:
         lc, sc = fig["ustore"]["counters"]
         print(f"\nustore's counters, large files: {counters_line(lc)}\nustore's counters, small files: {counters_line(sc)}")
     rows = [[s, fig[s]["large_p50"], fig[s]["small_p50"]] for s in systems if s in fig]
-    write_dat("csum", ["fs", f"fsync p50, {params['CSUM_LARGE']} files", f"fsync p50, {params['CSUM_SMALL']} files"], rows)
-    gnuplot("csum", "set title 'csum-fsync: fsync latency, large vs small files'\nset ylabel 'µs'\n"
-            f"plot '{out}/plot-csum.dat' using 2:xtic(1) title columnheader(2), '' using 3 title columnheader(3)\n")
+    plot = bars("csum", ["fs", f"fsync p50, {params['CSUM_LARGE']} files", f"fsync p50, {params['CSUM_SMALL']} files"], rows)
+    gnuplot("csum", f"set title 'csum-fsync: fsync latency, large vs small files'\nset ylabel 'µs'\nplot {plot}\n")
 
 # --- committed-check ---------------------------------------------------------
 if "committed-check" in workloads:
@@ -318,9 +332,8 @@ if "committed-check" in workloads:
         e = med([r["ops_per_sec"] for r in ext4 if r["rw"] == m])
         print(f"| {m} | {f0(free)} | {f0(locked)} | {f2(ratio(free, locked))} | {f0(e)} | {f2(ratio(free, e))} |")
         rows.append([m, free, locked, e])
-    write_dat("committed", ["mode", "ustore lock-free", "ustore locked", "ext4"], rows)
-    gnuplot("committed", "set title 'committed-check: 10 clients × 10 in flight'\nset ylabel 'ops/s'\n"
-            f"plot for [i=2:4] '{out}/plot-committed.dat' using i:xtic(1) title columnheader(i)\n")
+    plot = bars("committed", ["mode", "ustore lock-free", "ustore locked", "ext4"], rows)
+    gnuplot("committed", f"set title 'committed-check: 10 clients × 10 in flight'\nset ylabel 'ops/s'\nplot {plot}\n")
 PY
 }
 
@@ -358,7 +371,7 @@ fstype=$(findmnt -n -o FSTYPE -T "$IMG_DIR")
 [[ $fstype != tmpfs && $fstype != ramfs ]] || die "IMG_DIR $IMG_DIR is on $fstype: put the images on the disk"
 {
 	for v in QUICK IMG_DIR IMG_SIZE WORKLOADS PEERS RW_JOBS RW_FILE_SIZE RW_DURATION DIR_FILES CSUM_LARGE CSUM_SMALL \
-		CSUM_DURATION CC_FILE_SIZE CC_DURATION CC_MODES REPS FIO_CHECK; do
+		CSUM_DURATION CC_FILE_SIZE CC_DURATION CC_MODES CC_REPS REPS FIO_CHECK SERVE_FLAGS; do
 		echo "$v=${!v}"
 	done
 } >"$OUT/params.env"
@@ -438,7 +451,8 @@ serve() {
 	sock=${img%.img}.sock
 	"$ustore" mkfs --nodesize "${NODESIZE:-16k}" "$img" >/dev/null
 	drop_caches
-	"$ustore" serve --device "$img" --socket "$sock" --metrics-addr 127.0.0.1:0 --log-level info "$@" 2>"$log" &
+	# shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
+	"$ustore" serve --device "$img" --socket "$sock" --metrics-addr 127.0.0.1:0 --log-level info $SERVE_FLAGS "$@" 2>"$log" &
 	pid=$!
 	servers+=("$pid")
 	for ((i = 0; i < 600; i++)); do
@@ -464,10 +478,14 @@ unserve() {
 	[[ -n $disk ]] || disk=$(basename "$(findmnt -n -o SOURCE -T "$IMG_DIR")")
 	echo "date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "host:    $(uname -srm); $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM"
+	echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, at start)"
 	echo "disk:    /dev/$disk: $(lsblk -dn -o SIZE,ROTA,MODEL "/dev/$disk" 2>/dev/null | xargs), write cache '$(cat "/sys/block/$disk/queue/write_cache" 2>/dev/null)'; images in $IMG_DIR ($(findmnt -n -o FSTYPE,OPTIONS -T "$IMG_DIR")), $IMG_SIZE each, fully written"
 	echo "peers:   loop --direct-io=on; $(mkfs.ext4 -V 2>&1 | head -n 1); $(mkfs.xfs -V 2>&1); $(mkfs.btrfs --version 2>&1 | head -n 1)"
 	echo "ustore:  $(if [[ -n $USTORE ]]; then echo "$ustore (USTORE)"; else echo "$(git rev-parse --short HEAD) + $(git status --porcelain | wc -l) uncommitted paths"; fi); $(go version | cut -d' ' -f3)"
-	echo "command: $( ((QUICK)) && echo "QUICK=1 ")bench/fsync-vs-peers.sh"
+	cmdline="bench/fsync-vs-peers.sh"
+	[[ -n $SERVE_FLAGS ]] && cmdline="SERVE_FLAGS=\"$SERVE_FLAGS\" $cmdline"
+	((QUICK)) && cmdline="QUICK=1 $cmdline"
+	echo "command: $cmdline"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -562,7 +580,7 @@ PY
 	fi
 	if has committed-check; then
 		say "rep $rep: committed-check"
-		args=(committed-check --file-size "$CC_FILE_SIZE" --duration "$CC_DURATION" --rw "$CC_MODES")
+		args=(committed-check --file-size "$CC_FILE_SIZE" --duration "$CC_DURATION" --rw "$CC_MODES" --reps "$CC_REPS")
 		serve "$ustore_img" "$dir/committed-check--ustore.serve.log"
 		free_sock=$sock free_metrics=$metrics
 		serve "$ablated_img" "$dir/committed-check--ustore-ablated.serve.log" --ablate-committed-lock
@@ -575,6 +593,7 @@ PY
 	fi
 done
 
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, at the end)" >>"$OUT/machine.txt"
 echo
 summarize "$OUT" "$PLOTS" | tee "$OUT/summary.md"
 echo
