@@ -58,7 +58,7 @@ type Engine struct {
 	logMu     sync.Mutex
 	logRootMu sync.Mutex
 	logs      map[uint64]*logState // transaction → its log
-	logTree   *Tree                // the log tree of the transaction logging now
+	logTree   *Tree                // the template: lock classes and counters every log tree shares
 
 	failed atomic.Pointer[error]
 	stats  engineStats

@@ -60,6 +60,10 @@ type logState struct {
 	pending []pendingBlock
 	// gens are the log generations whose dirty nodes are not yet written.
 	gens map[uint64]struct{}
+	// tree is the transaction's log tree (once live): a tree per
+	// transaction, since T+1 may begin logging while T's last fsyncs
+	// still log into T's.
+	tree *Tree
 }
 
 type pendingBlock struct{ bytenr, gen uint64 }
@@ -97,28 +101,33 @@ func (e *Engine) LogTree(lt *Trans) (*Tree, error) {
 	// logRootMu, not logMu: making the root takes logMu.
 	e.logRootMu.Lock()
 	defer e.logRootMu.Unlock()
-	t := e.logTree
 	e.logMu.Lock()
-	live := lt.log.live
+	t := lt.log.tree
 	e.logMu.Unlock()
-	if live {
+	if t != nil {
 		return t, nil
 	}
+	t = e.newLogTree()
 	root, err := e.newNode(lt, t, 0, false)
 	if err != nil {
 		return nil, err
 	}
 	root.lock.Unlock()
-	t.rootLock.Lock()
-	t.prevMu.Lock()
-	clear(t.prevRoots)
-	t.prevMu.Unlock()
 	t.root = root
-	t.rootLock.Unlock()
 	e.logMu.Lock()
+	lt.log.tree = t
 	lt.log.live = true
 	e.logMu.Unlock()
 	return t, nil
+}
+
+// newLogTree makes an empty log tree object that shares the lock classes
+// and counters of every log tree.
+func (e *Engine) newLogTree() *Tree {
+	t := &Tree{id: LogTreeID, eng: e, prevRoots: map[*ExtentBuffer]*ExtentBuffer{},
+		classes: e.logTree.classes, rootClass: e.logTree.rootClass, stats: e.logTree.stats}
+	t.rootLock.Init(t.rootClass, LogTreeID)
+	return t
 }
 
 // LogTreeStats returns the counters of the log trees since mount (parent
@@ -214,7 +223,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 		eb.seal()
 		eb.lock.Unlock()
 	}
-	r := e.logTree.rootAt(gen)
+	r := st.tree.rootAt(gen)
 	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	start := time.Now()
 
@@ -301,7 +310,7 @@ func (e *Engine) ReplayLog() (*Tree, uint64, error) {
 	if e.sb.LogRoot.bytenr == 0 {
 		return nil, 0, nil
 	}
-	t := newTree(e, LogTreeID)
+	t := e.newLogTree()
 	root, err := e.readNode(e.sb.LogRoot.bytenr, LogTreeID, e.sb.LogRoot.level)
 	if err != nil {
 		return nil, e.sb.LogTransid, err

@@ -22,7 +22,7 @@ type TreeStats struct {
 
 // Stats returns the tree's counters.
 func (t *Tree) Stats() TreeStats {
-	s := &t.stats
+	s := t.stats
 	return TreeStats{
 		CoWs: s.cows.Load(), LeafSplits: s.leafSplits.Load(), NodeSplits: s.nodeSplits.Load(),
 		Merges: s.merges.Load(), Rebalances: s.rebalances.Load(), Restarts: s.restarts.Load(),

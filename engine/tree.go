@@ -32,7 +32,7 @@ type Tree struct {
 
 	classes   [maxLevel + 1]*lock.Class // lock-wait accounting per level
 	rootClass *lock.Class               // and of the root pointer
-	stats     treeStats
+	stats     *treeStats                // shared by every log tree
 }
 
 // rootRef is what a ROOT_ITEM holds.
@@ -43,7 +43,7 @@ type rootRef struct {
 }
 
 func newTree(e *Engine, id uint64) *Tree {
-	t := &Tree{id: id, eng: e, prevRoots: map[*ExtentBuffer]*ExtentBuffer{}}
+	t := &Tree{id: id, eng: e, prevRoots: map[*ExtentBuffer]*ExtentBuffer{}, stats: &treeStats{}}
 	t.rootClass = lock.NewClass(fmt.Sprintf("tree%d.root", id), lockKindRoot)
 	t.rootLock.Init(t.rootClass, id)
 	for l := range t.classes {
