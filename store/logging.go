@@ -135,7 +135,10 @@ func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
 
 // logFile logs the extents of the ranges of ino changed in tid.
 func (s *Store) logFile(w *logtree.Writer, tid, ino uint64) error {
-	rs := s.track.takeFile(tid, ino)
+	rs, err := s.track.takeFile(tid, ino)
+	if err != nil {
+		return err
+	}
 	for i, r := range rs {
 		if err := s.logFileRange(w, ino, r.start, r.end); err != nil {
 			s.track.putFile(tid, ino, rs[i:])
@@ -223,7 +226,10 @@ func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
 
 // logDir logs the index ranges of directory dir changed in tid.
 func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
-	rs := s.track.takeDir(tid, dir)
+	rs, err := s.track.takeDir(tid, dir)
+	if err != nil {
+		return err
+	}
 	for i, r := range rs {
 		if err := s.logDirRange(w, tid, dir, r.start, r.end); err != nil {
 			s.track.putDir(tid, dir, rs[i:])
@@ -232,7 +238,11 @@ func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
 	}
 	// An inode that lost its entry here but has a name elsewhere keeps
 	// it: log its names, or replay would take it for an orphan.
-	for _, child := range s.track.takeUnlinked(tid, dir) {
+	unlinked, err := s.track.takeUnlinked(tid, dir)
+	if err != nil {
+		return err
+	}
+	for _, child := range unlinked {
 		b, err := s.fs.Lookup(inodeKey(child))
 		if errors.Is(err, engine.ErrNotFound) {
 			continue // deleted with its last name
@@ -427,6 +437,9 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 	if err != nil {
 		s.tlog.Poison(lctx)
 		lctx.Done()
+		if errors.Is(err, errTrackGone) {
+			return "", &errFallback{"old_transaction"}
+		}
 		s.log.Warn("fsync: logging failed; committing instead", "ino", in.ino, "err", err)
 		return "", &errFallback{"log_error"}
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"slices"
 	"sync"
 )
@@ -133,16 +134,23 @@ func (t *logTrack) staleReason(tid uint64) string {
 	return t.stale
 }
 
+// errTrackGone: the tracker has moved on to a newer transaction and
+// dropped tid's changes (tid is committing): its fsyncs must commit.
+var errTrackGone = errors.New("store: the transaction's change tracking is gone (it is committing)")
+
 // takeFile returns and forgets ino's changed file ranges in tid.
-func (t *logTrack) takeFile(tid, ino uint64) []rng {
+func (t *logTrack) takeFile(tid, ino uint64) ([]rng, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if tid < t.tid {
+		return nil, errTrackGone
+	}
 	if tid != t.tid || t.files[ino] == nil {
-		return nil
+		return nil, nil
 	}
 	rs := t.files[ino].rs
 	delete(t.files, ino)
-	return rs
+	return rs, nil
 }
 
 // putFile gives ranges back after a failed log (the fsync commits, but a
@@ -154,15 +162,18 @@ func (t *logTrack) putFile(tid, ino uint64, rs []rng) {
 }
 
 // takeDir returns and forgets dir's changed index ranges in tid.
-func (t *logTrack) takeDir(tid, dir uint64) []rng {
+func (t *logTrack) takeDir(tid, dir uint64) ([]rng, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if tid < t.tid {
+		return nil, errTrackGone
+	}
 	if tid != t.tid || t.dirs[dir] == nil {
-		return nil
+		return nil, nil
 	}
 	rs := t.dirs[dir].rs
 	delete(t.dirs, dir)
-	return rs
+	return rs, nil
 }
 
 func (t *logTrack) putDir(tid, dir uint64, rs []rng) {
@@ -177,15 +188,18 @@ func (t *logTrack) putDir(tid, dir uint64, rs []rng) {
 }
 
 // takeUnlinked returns and forgets the inodes dir lost entries of in tid.
-func (t *logTrack) takeUnlinked(tid, dir uint64) []uint64 {
+func (t *logTrack) takeUnlinked(tid, dir uint64) ([]uint64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if tid < t.tid {
+		return nil, errTrackGone
+	}
 	if tid != t.tid {
-		return nil
+		return nil, nil
 	}
 	c := t.unlinked[dir]
 	delete(t.unlinked, dir)
-	return c
+	return c, nil
 }
 
 // namesLogged records that ino's names are in tid's log; it reports
