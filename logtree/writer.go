@@ -96,5 +96,11 @@ func (w *Writer) Iterate(from engine.Key, fn func(k engine.Key, data []byte) boo
 	return w.t.Iterate(from, fn)
 }
 
+// IterateReverse calls fn for each logged item from key down, while fn
+// returns true; data is valid only during the call.
+func (w *Writer) IterateReverse(from engine.Key, fn func(k engine.Key, data []byte) bool) error {
+	return w.t.IterateReverse(from, fn)
+}
+
 // IsNotFound reports whether err means an absent item.
 func IsNotFound(err error) bool { return errors.Is(err, engine.ErrNotFound) }

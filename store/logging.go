@@ -45,7 +45,9 @@ func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid uint64, in 
 	if err := s.logItem(w, in.ino, item, flags); err != nil {
 		return err
 	}
-	if flags&logtree.LogNames != 0 {
+	// Names logged earlier in this transaction are still right: a name
+	// change since would have made every later fsync commit (logTrack).
+	if flags&logtree.LogNames != 0 && !s.track.hasNames(tid, in.ino) {
 		if err := s.logNames(w, tid, in.ino); err != nil {
 			return err
 		}
@@ -154,9 +156,14 @@ func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
 	for {
 		a0, b0 := a, b
 		// Logged ranges that touch [a, b) merge with it: the log's ranges
-		// stay disjoint, each holding exactly the extents inside it.
+		// stay disjoint, each holding exactly the extents inside it. The
+		// one that starts before a is the last such item before a's key.
+		from, err := lastRangeBefore(w, ino, logtree.TypeLogFileRange, a)
+		if err != nil {
+			return err
+		}
 		var derr error
-		err := w.Iterate(logtree.FileRangeKey(ino, 0), func(k engine.Key, v []byte) bool {
+		err = w.Iterate(logtree.FileRangeKey(ino, from), func(k engine.Key, v []byte) bool {
 			if k.ObjectID != ino || k.Type != logtree.TypeLogFileRange || k.Offset > b {
 				return false
 			}
@@ -224,6 +231,23 @@ func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
 	return nil
 }
 
+// lastRangeBefore returns the start of ino's last logged range item of
+// type typ that starts before at, or at if there is none: where a scan for
+// the ranges touching [at, …) begins.
+func lastRangeBefore(w *logtree.Writer, ino uint64, typ uint8, at uint64) (uint64, error) {
+	from := at
+	if at == 0 {
+		return 0, nil
+	}
+	err := w.IterateReverse(engine.Key{ObjectID: ino, Type: typ, Offset: at - 1}, func(k engine.Key, _ []byte) bool {
+		if k.ObjectID == ino && k.Type == typ {
+			from = k.Offset
+		}
+		return false
+	})
+	return from, err
+}
+
 // logDir logs the index ranges of directory dir changed in tid.
 func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
 	rs, err := s.track.takeDir(tid, dir)
@@ -285,8 +309,12 @@ const dirBatch = 4096
 // logDirRange replaces the log's entries of dir in [lo, hi) with the
 // tree's.
 func (s *Store) logDirRange(w *logtree.Writer, tid, dir, lo, hi uint64) error {
+	from, err := lastRangeBefore(w, dir, logtree.TypeDirLogIndex, lo)
+	if err != nil {
+		return err
+	}
 	var derr error
-	err := w.Iterate(logtree.DirRangeKey(dir, 0), func(k engine.Key, v []byte) bool {
+	err = w.Iterate(logtree.DirRangeKey(dir, from), func(k engine.Key, v []byte) bool {
 		if k.ObjectID != dir || k.Type != logtree.TypeDirLogIndex || k.Offset > hi {
 			return false
 		}
