@@ -409,7 +409,10 @@ func (s *Store) logExists(w *logtree.Writer, tid, child uint64) error {
 	if it.Mode&ModeType != ModeDir {
 		it.Size, it.Nbytes = 0, 0
 	}
-	return s.logItem(w, child, it.Encode(nil), logtree.LogExists)
+	// Neither key is in the log (no LOG_INODE item, so no logging of
+	// it), and none can sit between them: one batch of two.
+	return w.Insert([]engine.Key{inodeKey(child), logtree.LogInodeKey(child)},
+		[][]byte{it.Encode(nil), {byte(logtree.LogExists)}})
 }
 
 // errFallback is a fsync that must commit, with the reason counted.
