@@ -41,6 +41,10 @@ const (
 // Leaf returns the leaf and the slot.
 func (p *Path) Leaf() (*ExtentBuffer, int) { return p.Nodes[0], p.Slots[0] }
 
+// ParentWriteLocked reports whether the search left the leaf's parent (or,
+// for a root leaf, the root pointer) write-locked.
+func (p *Path) ParentWriteLocked() bool { return p.parentWriteLocked(0) }
+
 // Release unlocks every node and forgets the path. Safe to call twice.
 func (p *Path) Release() {
 	for l := range p.Nodes {

@@ -4,7 +4,7 @@ import "sync/atomic"
 
 type stats struct {
 	syncs, contexts, writerWaits, poisoned atomic.Uint64
-	inPlace, inserted                      atomic.Uint64
+	inPlace, inPlaceParentLocked, inserted atomic.Uint64
 }
 
 // Stats are the log's counters since mount.
@@ -17,14 +17,19 @@ type Stats struct {
 	// Poisoned: a failure while logging made a transaction's log fall back
 	// to commits.
 	Poisoned uint64
-	// InPlace counts items updated in place through a leaf-only search
-	// (insLen 0); Inserted items inserted (a search that may split).
-	InPlace, Inserted uint64
+	// InPlace counts items updated in place — an inode item logged again
+	// — and InPlaceParentLocked those of them whose search held the leaf's
+	// parent write-locked: with the leaf-only search (insLen 0) only when
+	// the leaf had to be CoW'd (its first change in a log sub-transaction);
+	// with the ablation (Log.InsertSearch) always. Inserted counts items
+	// inserted (a search that may split).
+	InPlace, InPlaceParentLocked, Inserted uint64
 }
 
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	s := &l.stats
 	return Stats{Syncs: s.syncs.Load(), Contexts: s.contexts.Load(), WriterWaits: s.writerWaits.Load(),
-		Poisoned: s.poisoned.Load(), InPlace: s.inPlace.Load(), Inserted: s.inserted.Load()}
+		Poisoned: s.poisoned.Load(), InPlace: s.inPlace.Load(),
+		InPlaceParentLocked: s.inPlaceParentLocked.Load(), Inserted: s.inserted.Load()}
 }

@@ -45,6 +45,9 @@ func (w *Writer) Set(key engine.Key, data []byte) error {
 		leaf, slot := p.Leaf()
 		if leaf.ItemSize(slot) == len(data) {
 			copy(leaf.ItemData(slot), data)
+			if p.ParentWriteLocked() {
+				w.l.stats.inPlaceParentLocked.Add(1)
+			}
 			p.Release()
 			w.l.stats.inPlace.Add(1)
 			return nil

@@ -161,3 +161,63 @@ func TestLog_ParallelFsync(t *testing.T) {
 		}
 	}
 }
+
+// TestLog_RelogLeafOnly: an inode item logged again is updated through a
+// leaf-only search: the leaf's parent is write-locked only when the leaf
+// must be CoW'd (its first change in a log sub-transaction), so with
+// parallel fsyncs sharing sub-transactions most relogs take no parent
+// lock; the ablation (LogInsertSearch) takes it every time.
+func TestLog_RelogLeafOnly(t *testing.T) {
+	var locked [2]float64
+	for i, ablate := range []bool{false, true} {
+		d := newTestDevice(t, 64<<20)
+		s := openTest(t, d, Options{CommitInterval: 5 * time.Minute, LogInsertSearch: ablate})
+		ctx := context.Background()
+		const workers, rounds = 16, 20
+		var inos [workers]uint64
+		for w := range workers {
+			a, err := s.Create(256, fmt.Sprintf("f%02d", w), 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inos[w] = a.Ino
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := range rounds {
+					if _, err := s.Write(inos[w], uint64(r%4)*4096, []byte("data")); err != nil {
+						errs <- err
+						return
+					}
+					if err := s.Fsync(ctx, inos[w], false); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		st := s.Stats().Log
+		t.Logf("ablate %v: in place %d, with the parent write-locked %d; log syncs %d for %d contexts",
+			ablate, st.InPlace, st.InPlaceParentLocked, st.Syncs, st.Contexts)
+		if st.InPlace == 0 {
+			t.Fatalf("ablate %v: no in-place relog", ablate)
+		}
+		locked[i] = float64(st.InPlaceParentLocked) / float64(st.InPlace)
+		if ablate && st.InPlaceParentLocked != st.InPlace {
+			t.Fatalf("ablation: %d of %d relogs took the parent lock", st.InPlaceParentLocked, st.InPlace)
+		}
+		closeCheck(t, s)
+	}
+	if locked[0] >= locked[1] {
+		t.Fatalf("leaf-only relogs took the parent lock as often (%.2f) as the ablation (%.2f)", locked[0], locked[1])
+	}
+}
