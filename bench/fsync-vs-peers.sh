@@ -46,6 +46,7 @@
 #   CC_REPS        3 [2]         committed-check runs per mode and server, alternating which goes first
 #   REPS           1             repetitions of every case (the summary takes medians)
 #   SERVE_FLAGS    ""            more flags for every `ustore serve` (an ablation, say)
+#   USTORE_RUNS    1             0: the peers only (to redo a peer's cases into another OUT)
 #   FIO_CHECK      1             fio's fsync-randwrite job on ext4 at 8 jobs
 #   OUT            bench/out/fsync-vs-peers-<date>
 #   PLOTS          docs/img [OUT/img]
@@ -94,6 +95,7 @@ OUT=${OUT:-bench/out/fsync-vs-peers-$(date -u +%Y%m%d-%H%M%S)}
 PLOTS=${PLOTS:-$(q docs/img "$OUT/img")}
 USTORE=${USTORE:-}
 SERVE_FLAGS=${SERVE_FLAGS:-}
+USTORE_RUNS=${USTORE_RUNS:-1}
 [[ $PEERS == none ]] && PEERS=""
 
 # summarize DIR: medians over repetitions, ratio tables, goals; plots.
@@ -137,8 +139,8 @@ def counters_line(c):
         name = k.removeprefix("ustore_")
         if name.startswith("store_") and name not in NOISE:
             keep.append(f"{name.removeprefix('store_')} {v:+.0f}")
-        elif name in ("commit_duration_seconds_count", "log_sync_duration_seconds_count"):
-            keep.append(f"{name.removesuffix('_duration_seconds_count')}s {v:.0f}")
+        elif name == "commit_duration_seconds_count":
+            keep.append(f"transaction commits {v:.0f}")
         elif name == "log_sync_batch_size_count" and v:
             s = c.get("ustore_log_sync_batch_size_sum", 0)
             keep.append(f"log sync batch mean {s / v:.1f}")
@@ -399,7 +401,9 @@ ustore_img=$IMG_DIR/ustore.img
 ablated_img=$IMG_DIR/ustore-ablated.img
 layout "$peer_img" "$img_bytes"
 layout "$ustore_img" "$img_bytes"
-[[ ,$WORKLOADS, == *,committed-check,* ]] && layout "$ablated_img" "$img_bytes"
+if [[ ,$WORKLOADS, == *,committed-check,* ]] && ((USTORE_RUNS)); then
+	layout "$ablated_img" "$img_bytes"
+fi
 
 mnt=$IMG_DIR/mnt
 mkdir -p "$mnt"
@@ -423,14 +427,17 @@ trap 'exit 130' INT TERM
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-# peer_up FS [NODESIZE]: a fresh FS on a loop device over the peer image,
-# mounted on $mnt.
+# peer_up FS [NODESIZE [INODES]]: a fresh FS on a loop device over the peer
+# image, mounted on $mnt. INODES: at least that many on ext4, whose default
+# (one per 16 KiB) is too few for dir-fsync's million files on 8 GiB.
 peer_up() {
-	local fs=$1 ns=${2:-16K}
+	local fs=$1 ns=${2:-16K} inodes=${3:-}
+	local ext4_opts=()
+	[[ -n $inodes ]] && ext4_opts=(-N "$inodes")
 	loop=$(losetup --direct-io=on --find --show "$peer_img")
 	[[ $(cat "/sys/block/${loop#/dev/}/loop/dio") == 1 ]] || die "$loop: direct I/O did not turn on"
 	case $fs in
-	ext4) mkfs.ext4 -F -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$loop"; mount "$loop" "$mnt" ;;
+	ext4) mkfs.ext4 -F -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "${ext4_opts[@]}" "$loop"; mount "$loop" "$mnt" ;;
 	xfs) mkfs.xfs -f -q -K "$loop"; mount "$loop" "$mnt" ;;
 	btrfs) mkfs.btrfs -f -q -K -d single -m single -n "$ns" "$loop" >/dev/null; mount -o ssd "$loop" "$mnt" ;;
 	*) die "unknown peer $fs" ;;
@@ -503,11 +510,12 @@ bench() {
 		rm -f "$json"
 	fi
 }
-# on_peer FS NODESIZE JSON WORKLOAD ARGS...: the workload on a fresh FS.
+# on_peer FS NODESIZE JSON WORKLOAD ARGS...: the workload on a fresh FS
+# (with $inodes inodes at least, when set).
 on_peer() {
 	local fs=$1 ns=$2 json=$3
 	shift 3
-	peer_up "$fs" "$ns"
+	peer_up "$fs" "$ns" "${inodes:-}"
 	bench "$json" "$@" --dir "$mnt" --label "$fs"
 	peer_down
 }
@@ -529,7 +537,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		say "rep $rep: fsync-randwrite"
 		for j in ${RW_JOBS//,/ }; do
 			args=(fsync-randwrite --jobs "$j" --file-size "$RW_FILE_SIZE" --duration "$RW_DURATION")
-			on_ustore 16k "$dir/fsync-randwrite--ustore-j$j.json" "${args[@]}"
+			((USTORE_RUNS)) && on_ustore 16k "$dir/fsync-randwrite--ustore-j$j.json" "${args[@]}"
 			for fs in "${peer_list[@]}"; do
 				on_peer "$fs" 16K "$dir/fsync-randwrite--$fs-j$j.json" "${args[@]}"
 			done
@@ -558,9 +566,12 @@ PY
 	if has dir-fsync; then
 		say "rep $rep: dir-fsync"
 		args=(dir-fsync --files "$DIR_FILES")
-		for ns in 16k 64k; do
-			on_ustore "$ns" "$dir/dir-fsync--ustore-$ns.json" "${args[@]}"
-		done
+		if ((USTORE_RUNS)); then
+			for ns in 16k 64k; do
+				on_ustore "$ns" "$dir/dir-fsync--ustore-$ns.json" "${args[@]}"
+			done
+		fi
+		inodes=$((DIR_FILES + 100000))
 		for fs in "${peer_list[@]}"; do
 			if [[ $fs == btrfs ]]; then
 				on_peer btrfs 16K "$dir/dir-fsync--btrfs-16k.json" "${args[@]}"
@@ -569,11 +580,12 @@ PY
 				on_peer "$fs" 16K "$dir/dir-fsync--$fs.json" "${args[@]}"
 			fi
 		done
+		inodes=""
 	fi
 	if has csum-fsync; then
 		say "rep $rep: csum-fsync"
 		args=(csum-fsync --large-size "$CSUM_LARGE" --small-size "$CSUM_SMALL" --duration "$CSUM_DURATION")
-		on_ustore 16k "$dir/csum-fsync--ustore.json" "${args[@]}"
+		((USTORE_RUNS)) && on_ustore 16k "$dir/csum-fsync--ustore.json" "${args[@]}"
 		for fs in "${peer_list[@]}"; do
 			on_peer "$fs" 16K "$dir/csum-fsync--$fs.json" "${args[@]}"
 		done
@@ -581,12 +593,14 @@ PY
 	if has committed-check; then
 		say "rep $rep: committed-check"
 		args=(committed-check --file-size "$CC_FILE_SIZE" --duration "$CC_DURATION" --rw "$CC_MODES" --reps "$CC_REPS")
-		serve "$ustore_img" "$dir/committed-check--ustore.serve.log"
-		free_sock=$sock free_metrics=$metrics
-		serve "$ablated_img" "$dir/committed-check--ustore-ablated.serve.log" --ablate-committed-lock
-		bench "$dir/committed-check--ustore.json" "${args[@]}" --socket "$free_sock" --metrics "$free_metrics" \
-			--ablated-socket "$sock" --ablated-metrics "$metrics"
-		unserve
+		if ((USTORE_RUNS)); then
+			serve "$ustore_img" "$dir/committed-check--ustore.serve.log"
+			free_sock=$sock free_metrics=$metrics
+			serve "$ablated_img" "$dir/committed-check--ustore-ablated.serve.log" --ablate-committed-lock
+			bench "$dir/committed-check--ustore.json" "${args[@]}" --socket "$free_sock" --metrics "$free_metrics" \
+				--ablated-socket "$sock" --ablated-metrics "$metrics"
+			unserve
+		fi
 		if [[ ,$PEERS, == *,ext4,* ]]; then
 			on_peer ext4 16K "$dir/committed-check--ext4.json" "${args[@]}"
 		fi
