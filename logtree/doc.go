@@ -28,8 +28,9 @@
 //
 // The log's items are copies of fs and csum tree items (same keys and
 // encodings) plus three log-only kinds: LOG_INODE (how an inode was
-// logged), LOG_FILE_RANGE (a file range the logged extents replace) and
-// DIR_LOG_INDEX (a directory index range the logged entries replace). What
+// logged), LOG_FILE (an inode's file log: range and extent records in
+// logging order, applied in order) and DIR_LOG_INDEX (a directory index
+// range the logged entries replace). What
 // the items mean for the namespace is the store's: replay calls a Target
 // the store implements, stage by stage, in btrfs's order.
 //

@@ -13,9 +13,13 @@ const (
 	// TypeLogInode (ino, 2, 0) → one byte of LogFlags: how the inode was
 	// logged.
 	TypeLogInode uint8 = 2
-	// TypeLogFileRange (ino, 110, start) → end (u64): the file range
-	// [start, end) whose extents the logged EXTENT_DATA items replace.
-	TypeLogFileRange uint8 = 110
+	// TypeLogFile (ino, 110, seq): the inode's file log, in the order it
+	// was logged — a range record (the file range [start, end) whose
+	// extents the extent records after it replace) or an extent record (a
+	// copy of an EXTENT_DATA item and its file offset). Replay applies them
+	// in sequence order, later over earlier. Each fsync appends: its items
+	// land in the last leaf of the inode's run, not all over it.
+	TypeLogFile uint8 = 110
 	// DIR_LOG_INDEX (dir, 72, lo) → hi (u64): the directory index range
 	// [lo, hi) whose entries the logged DIR_INDEX items replace.
 	TypeDirLogIndex = engine.TypeDirLogIndex
@@ -40,9 +44,51 @@ func LogInodeKey(ino uint64) engine.Key {
 	return engine.Key{ObjectID: ino, Type: TypeLogInode}
 }
 
-// FileRangeKey is the key of a LOG_FILE_RANGE item.
-func FileRangeKey(ino, start uint64) engine.Key {
-	return engine.Key{ObjectID: ino, Type: TypeLogFileRange, Offset: start}
+// FileLogKey is the key of record seq of ino's file log.
+func FileLogKey(ino, seq uint64) engine.Key {
+	return engine.Key{ObjectID: ino, Type: TypeLogFile, Offset: seq}
+}
+
+// File log record kinds (the first payload byte).
+const (
+	fileLogRange  = 1 // start u64, end u64
+	fileLogExtent = 2 // file offset u64, then a FileExtent encoding
+)
+
+// EncodeFileRange encodes a range record.
+func EncodeFileRange(start, end uint64) []byte {
+	b := []byte{fileLogRange}
+	b = le.AppendUint64(b, start)
+	return le.AppendUint64(b, end)
+}
+
+// EncodeFileExtent encodes an extent record.
+func EncodeFileExtent(off uint64, x *engine.FileExtent) []byte {
+	b := []byte{fileLogExtent}
+	b = le.AppendUint64(b, off)
+	return x.Encode(b)
+}
+
+// fileLogRecord is a decoded record: a range (isRange) or an extent.
+type fileLogRecord struct {
+	isRange    bool
+	start, end uint64
+	ext        Extent
+}
+
+func decodeFileLog(b []byte) (fileLogRecord, error) {
+	switch {
+	case len(b) == 17 && b[0] == fileLogRange:
+		return fileLogRecord{isRange: true, start: le.Uint64(b[1:]), end: le.Uint64(b[9:])}, nil
+	case len(b) > 9 && b[0] == fileLogExtent:
+		x, err := engine.DecodeFileExtent(b[9:])
+		if err != nil {
+			return fileLogRecord{}, err
+		}
+		x.Data = append([]byte(nil), x.Data...)
+		return fileLogRecord{ext: Extent{Off: le.Uint64(b[1:]), Item: x}}, nil
+	}
+	return fileLogRecord{}, fmt.Errorf("%w: file log record of %d bytes", engine.ErrCorruption, len(b))
 }
 
 // DirRangeKey is the key of a DIR_LOG_INDEX item.
@@ -50,10 +96,10 @@ func DirRangeKey(dir, lo uint64) engine.Key {
 	return engine.Key{ObjectID: dir, Type: TypeDirLogIndex, Offset: lo}
 }
 
-// EncodeEnd encodes the end of a range item.
+// EncodeEnd encodes the end of a DIR_LOG_INDEX item.
 func EncodeEnd(end uint64) []byte { return le.AppendUint64(nil, end) }
 
-// DecodeEnd decodes the end of a range item.
+// DecodeEnd decodes the end of a DIR_LOG_INDEX item.
 func DecodeEnd(b []byte) (uint64, error) {
 	if len(b) != 8 {
 		return 0, fmt.Errorf("%w: range item of %d bytes", engine.ErrCorruption, len(b))

@@ -59,13 +59,11 @@ type logItems struct {
 	refs      map[uint64][]engine.DirEntry
 	dirRanges []dirRange
 	dirIndex  map[uint64][]engine.DirEntry // dir → logged DIR_INDEX entries
-	fileRange []fileRange
-	extents   map[uint64][]Extent
+	files     map[uint64][]fileLogRecord // ino → its file log, in order
 	csums     []csumRun
 }
 
 type dirRange struct{ dir, lo, hi uint64 }
-type fileRange struct{ ino, start, end uint64 }
 type csumRun struct {
 	start uint64
 	sums  []byte
@@ -120,7 +118,7 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 // readLog reads every item of log tree t.
 func readLog(t *engine.Tree) (*logItems, error) {
 	li := &logItems{inodes: map[uint64]engine.InodeItem{}, flags: map[uint64]LogFlags{},
-		refs: map[uint64][]engine.DirEntry{}, dirIndex: map[uint64][]engine.DirEntry{}, extents: map[uint64][]Extent{}}
+		refs: map[uint64][]engine.DirEntry{}, dirIndex: map[uint64][]engine.DirEntry{}, files: map[uint64][]fileLogRecord{}}
 	var derr error
 	err := t.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
 		switch {
@@ -158,16 +156,13 @@ func readLog(t *engine.Tree) (*logItems, error) {
 			} else if derr == nil {
 				derr = fmt.Errorf("%w: DIR_INDEX item with %d entries", engine.ErrCorruption, len(es))
 			}
-		case k.Type == TypeLogFileRange:
-			var end uint64
-			if end, derr = DecodeEnd(b); derr == nil {
-				li.fileRange = append(li.fileRange, fileRange{k.ObjectID, k.Offset, end})
-			}
-		case k.Type == engine.TypeExtentData:
-			var x engine.FileExtent
-			if x, derr = engine.DecodeFileExtent(b); derr == nil {
-				x.Data = slices.Clone(x.Data)
-				li.extents[k.ObjectID] = append(li.extents[k.ObjectID], Extent{k.Offset, x})
+		case k.Type == TypeLogFile:
+			var r fileLogRecord
+			if r, derr = decodeFileLog(b); derr == nil {
+				if !r.isRange && len(li.files[k.ObjectID]) == 0 {
+					derr = fmt.Errorf("%w: file log of %d starts with an extent", engine.ErrCorruption, k.ObjectID)
+				}
+				li.files[k.ObjectID] = append(li.files[k.ObjectID], r)
 			}
 		default:
 			derr = fmt.Errorf("%w: log item %v of an unknown type", engine.ErrCorruption, k)
@@ -184,22 +179,25 @@ func readLog(t *engine.Tree) (*logItems, error) {
 func apply(e *engine.Engine, tr *engine.Trans, target Target, li *logItems, rep *Report) error {
 	// Stage 1, pin: the data only the log references (written after the
 	// last commit) is free in the committed free space tree.
+	// An extent logged twice (its range logged again) is claimed once:
+	// the union of the logged disk ranges is.
 	committed := e.CommittedGeneration()
-	var data []Extent
-	for _, xs := range li.extents {
-		for _, x := range xs {
-			if x.Item.Type == engine.ExtentRegular {
-				data = append(data, x)
+	var data, claim []Extent
+	for _, ino := range sortedKeys(li.files) {
+		for _, r := range li.files[ino] {
+			if !r.isRange && r.ext.Item.Type == engine.ExtentRegular {
+				data = append(data, r.ext)
+				if r.ext.Item.Generation > committed {
+					claim = append(claim, r.ext)
+				}
 			}
 		}
 	}
-	for _, x := range data {
-		if x.Item.Generation > committed {
-			if err := e.ClaimData(tr, x.Item.DiskBytenr, x.Item.NumBytes); err != nil {
-				return err
-			}
-			rep.DataBytes += x.Item.NumBytes
+	for _, x := range unionDisk(claim) {
+		if err := e.ClaimData(tr, x.Item.DiskBytenr, x.Item.NumBytes); err != nil {
+			return err
 		}
+		rep.DataBytes += x.Item.NumBytes
 	}
 	// Stage 2: inodes.
 	inos := sortedKeys(li.inodes)
@@ -230,21 +228,9 @@ func apply(e *engine.Engine, tr *engine.Trans, target Target, li *logItems, rep 
 			}
 		}
 	}
-	for _, r := range li.fileRange {
-		var in []Extent
-		for _, x := range li.extents[r.ino] {
-			if x.Off >= r.start && x.Off < r.end {
-				in = append(in, x)
-			}
-		}
-		if err := target.ReplayFileRange(tr, r.ino, r.start, r.end, in); err != nil {
-			return fmt.Errorf("file %d [%d, %d): %w", r.ino, r.start, r.end, err)
-		}
-	}
-	rep.FileRanges = len(li.fileRange)
-	// Only the checksums of logged data: a log may keep those of extents a
-	// later logging of the same range replaced.
-	sort.Slice(data, func(i, j int) bool { return data[i].Item.DiskBytenr < data[j].Item.DiskBytenr })
+	// Checksums first, of every logged extent: a later range record that
+	// replaces an extent deletes its checksums with it.
+	data = unionDisk(data)
 	for _, c := range li.csums {
 		for _, run := range clipCsums(c, data) {
 			if err := target.ReplayCsums(tr, run.start, run.sums); err != nil {
@@ -252,7 +238,38 @@ func apply(e *engine.Engine, tr *engine.Trans, target Target, li *logItems, rep 
 			}
 		}
 	}
+	for _, ino := range sortedKeys(li.files) {
+		recs := li.files[ino]
+		for i := 0; i < len(recs); {
+			r := recs[i]
+			var exts []Extent
+			for i++; i < len(recs) && !recs[i].isRange; i++ {
+				exts = append(exts, recs[i].ext)
+			}
+			if err := target.ReplayFileRange(tr, ino, r.start, r.end, exts); err != nil {
+				return fmt.Errorf("file %d [%d, %d): %w", ino, r.start, r.end, err)
+			}
+			rep.FileRanges++
+		}
+	}
 	return target.ReplayDone(tr)
+}
+
+// unionDisk merges extents' disk ranges (returned as extents with only
+// DiskBytenr and NumBytes meaningful), sorted.
+func unionDisk(xs []Extent) []Extent {
+	sort.Slice(xs, func(i, j int) bool { return xs[i].Item.DiskBytenr < xs[j].Item.DiskBytenr })
+	var out []Extent
+	for _, x := range xs {
+		s, e := x.Item.DiskBytenr, x.Item.DiskBytenr+x.Item.NumBytes
+		if n := len(out); n > 0 && s <= out[n-1].Item.DiskBytenr+out[n-1].Item.NumBytes {
+			last := &out[n-1].Item
+			last.NumBytes = max(last.DiskBytenr+last.NumBytes, e) - last.DiskBytenr
+			continue
+		}
+		out = append(out, Extent{Item: engine.FileExtent{Type: engine.ExtentRegular, DiskBytenr: s, NumBytes: e - s}})
+	}
+	return out
 }
 
 // clipCsums returns the parts of c inside the disk ranges of data (sorted

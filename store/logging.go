@@ -19,9 +19,12 @@ import (
 //     in this transaction, that parent too (its item and names), up to a
 //     committed directory, so the name has somewhere to live;
 //   - a file's extents in the ranges changed since it was last logged
-//     (logTrack), each range widened to whole extents and to the logged
-//     ranges it touches, with a LOG_FILE_RANGE item saying which range the
-//     logged extents replace, and the checksums of their blocks;
+//     (logTrack): appended to the inode's file log (LOG_FILE records, in
+//     order) as a range record — the range widened to whole extents — and
+//     copies of the extents in it, with the checksums of their blocks. An
+//     fsync appends after the inode's last record, so it dirties one leaf
+//     there however its writes are scattered (the 2011 csum patch: cost
+//     follows the change, not the file);
 //   - a directory's entries in the index ranges changed since it was last
 //     logged, with DIR_LOG_INDEX items saying which ranges they replace (so
 //     replay deletes removed names), inserted in batches; and the item of
@@ -150,64 +153,33 @@ func (s *Store) logFile(w *logtree.Writer, tid, ino uint64) error {
 	return nil
 }
 
-// logFileRange replaces the log's extents of [a, b) with the tree's.
+// logFileRange appends to ino's file log a range record for [a, b) —
+// widened to the whole extents that straddle it — and copies of the
+// tree's extents in it, in one batch after the log's last record, and puts
+// the checksums of their blocks in the log.
 func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
-	var xs []fileExtent
-	for {
-		a0, b0 := a, b
-		// Logged ranges that touch [a, b) merge with it: the log's ranges
-		// stay disjoint, each holding exactly the extents inside it. The
-		// one that starts before a is the last such item before a's key.
-		from, err := lastRangeBefore(w, ino, logtree.TypeLogFileRange, a)
-		if err != nil {
-			return err
-		}
-		var derr error
-		err = w.Iterate(logtree.FileRangeKey(ino, from), func(k engine.Key, v []byte) bool {
-			if k.ObjectID != ino || k.Type != logtree.TypeLogFileRange || k.Offset > b {
-				return false
-			}
-			end, err := logtree.DecodeEnd(v)
-			if err != nil {
-				derr = err
-				return false
-			}
-			if end >= a {
-				a, b = min(a, k.Offset), max(b, end)
-			}
-			return true
-		})
-		if err == nil {
-			err = derr
-		}
-		if err != nil {
-			return err
-		}
-		// Whole extents: one that straddles a bound is logged whole.
-		if xs, err = s.extentsIn(ino, a, b); err != nil {
-			return err
-		}
-		for _, x := range xs {
-			a, b = min(a, x.off), max(b, x.end())
-		}
-		if a == a0 && b == b0 {
-			break
-		}
-	}
-	last := b - 1
-	if err := w.DeleteRange(logtree.FileRangeKey(ino, a), logtree.FileRangeKey(ino, last)); err != nil {
+	xs, err := s.extentsIn(ino, a, b)
+	if err != nil {
 		return err
 	}
-	if err := w.DeleteRange(extentKey(ino, a), extentKey(ino, last)); err != nil {
+	for _, x := range xs {
+		a, b = min(a, x.off), max(b, x.end())
+	}
+	seq := uint64(0)
+	err = w.IterateReverse(logtree.FileLogKey(ino, ^uint64(0)), func(k engine.Key, _ []byte) bool {
+		if k.ObjectID == ino && k.Type == logtree.TypeLogFile {
+			seq = k.Offset + 1
+		}
+		return false
+	})
+	if err != nil {
 		return err
 	}
-	if err := w.Set(logtree.FileRangeKey(ino, a), logtree.EncodeEnd(b)); err != nil {
-		return err
-	}
-	keys := make([]engine.Key, len(xs))
-	items := make([][]byte, len(xs))
-	for i, x := range xs {
-		keys[i], items[i] = extentKey(ino, x.off), x.x.Encode(nil)
+	keys := []engine.Key{logtree.FileLogKey(ino, seq)}
+	items := [][]byte{logtree.EncodeFileRange(a, b)}
+	for i := range xs {
+		keys = append(keys, logtree.FileLogKey(ino, seq+1+uint64(i)))
+		items = append(items, logtree.EncodeFileExtent(xs[i].off, &xs[i].x))
 	}
 	if err := w.Insert(keys, items); err != nil {
 		return err

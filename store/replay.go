@@ -215,9 +215,9 @@ func (r *replayer) ReplayFileRange(tr *engine.Trans, ino, start, end uint64, ext
 		disk := f.x.DiskBytenr + (cutS - f.off)
 		for _, free := range subtract(extent{disk, cutE - cutS}, keep) {
 			s.e.FreeData(tr, free.start, free.length)
-		}
-		if err := s.deleteCsums(tr, disk, cutE-cutS); err != nil {
-			return err
+			if err := s.deleteCsums(tr, free.start, free.length); err != nil {
+				return err
+			}
 		}
 		if f.off < cutS {
 			left := f.x

@@ -81,7 +81,8 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 		return nil, err
 	}
 	start := time.Now()
-	e, err := engine.Mount(d, engine.Options{CacheBytes: opts.CacheBytes, CommitInterval: opts.CommitInterval, Logger: opts.Logger})
+	e, err := engine.Mount(d, engine.Options{CacheBytes: opts.CacheBytes, CommitInterval: opts.CommitInterval, Logger: opts.Logger,
+		CommittedLocked: opts.CommittedLocked})
 	if err != nil {
 		return nil, err
 	}
