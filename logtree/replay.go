@@ -59,7 +59,7 @@ type logItems struct {
 	refs      map[uint64][]engine.DirEntry
 	dirRanges []dirRange
 	dirIndex  map[uint64][]engine.DirEntry // dir → logged DIR_INDEX entries
-	files     map[uint64][]fileLogRecord // ino → its file log, in order
+	files     map[uint64][]fileLogRecord   // ino → its file log, in order
 	csums     []csumRun
 }
 
