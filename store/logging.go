@@ -226,7 +226,21 @@ func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
 	if err != nil {
 		return err
 	}
+	fresh, err := noDirRanges(w, dir)
+	if err != nil {
+		s.track.putDir(tid, dir, rs)
+		return err
+	}
+	if fresh {
+		if err := s.logDirRangesFresh(w, tid, dir, rs); err != nil {
+			s.track.putDir(tid, dir, rs)
+			return err
+		}
+	}
 	for i, r := range rs {
+		if fresh {
+			break
+		}
 		if err := s.logDirRange(w, tid, dir, r.start, r.end); err != nil {
 			s.track.putDir(tid, dir, rs[i:])
 			return err
@@ -272,6 +286,69 @@ func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
 		}
 	}
 	s.track.dirLogged(tid, dir)
+	return nil
+}
+
+// noDirRanges reports whether the log holds no index range of dir: its
+// first logging in the transaction.
+func noDirRanges(w *logtree.Writer, dir uint64) (bool, error) {
+	none := true
+	err := w.Iterate(logtree.DirRangeKey(dir, 0), func(k engine.Key, _ []byte) bool {
+		none = k.ObjectID != dir || k.Type != logtree.TypeDirLogIndex
+		return false
+	})
+	return none, err
+}
+
+// logDirRangesFresh logs dir's changed ranges rs when the log holds none
+// of dir's yet (so none of its entries either): nothing to merge or
+// delete, every range item in one batch and the entries in batches — a
+// directory that lost 1,000 scattered entries is 1,000 range items in one
+// insertion, not 1,000 merges.
+func (s *Store) logDirRangesFresh(w *logtree.Writer, tid, dir uint64, rs []rng) error {
+	rkeys := make([]engine.Key, len(rs))
+	ritems := make([][]byte, len(rs))
+	for i, r := range rs {
+		rkeys[i], ritems[i] = logtree.DirRangeKey(dir, r.start), logtree.EncodeEnd(r.end)
+	}
+	if err := w.Insert(rkeys, ritems); err != nil {
+		return err
+	}
+	var keys []engine.Key
+	var items [][]byte
+	var children []uint64
+	for _, r := range rs {
+		var derr error
+		err := s.fs.Iterate(dirIndexKey(dir, r.start), func(k engine.Key, b []byte) bool {
+			if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= r.end {
+				return false
+			}
+			keys = append(keys, k)
+			items = append(items, append([]byte(nil), b...))
+			if es, err := engine.DecodeDirEntries(b); err == nil && len(es) == 1 {
+				children = append(children, es[0].Child)
+			}
+			if len(keys) == dirBatch {
+				derr = w.Insert(keys, items)
+				keys, items = keys[:0], items[:0]
+			}
+			return derr == nil
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := w.Insert(keys, items); err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := s.logExists(w, tid, c); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
