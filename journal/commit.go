@@ -86,6 +86,7 @@ func (j *Journal) commit(t *transaction) {
 	if j.opts.Committed != nil {
 		j.opts.Committed(t.transid)
 	}
+	j.settledSeq.Store(uint64(t.transid))
 	j.mu.Lock()
 	reason, handles, dirty := t.reason, t.handlesEver, t.dirtyBytes
 	j.committing = nil

@@ -29,21 +29,28 @@ func (j *Journal) committed(t Transid) bool {
 	return uint64(t) <= j.commitSeq.Load()
 }
 
-// WaitCommitted returns nil once Committed(t). It returns an error wrapping
+// settled reports whether t is committed and Options.Committed has
+// returned for it.
+func (j *Journal) settled(t Transid) bool {
+	return uint64(t) <= j.settledSeq.Load()
+}
+
+// WaitCommitted returns nil once Committed(t) and Options.Committed has
+// returned for t (its aftermath is visible). It returns an error wrapping
 // ErrFailed if the journal fails before t is committed, ErrClosed if the
 // journal stopped without committing t (t was never handed out, or ran
 // after Close), or ctx's error. It does not ask for a commit: use CommitNow
 // for that. A t committed before a failure is still committed: nil.
 func (j *Journal) WaitCommitted(ctx context.Context, t Transid) error {
 	for {
-		if j.Committed(t) {
+		if j.settled(t) {
 			return nil
 		}
 		j.mu.Lock()
-		// Recheck under mu: the committer stores commitSeq before it takes
+		// Recheck under mu: the committer stores settledSeq before it takes
 		// mu to wake waiters, so once we hold mu either we see the new
-		// commitSeq or our channel is the one it will close.
-		if j.committed(t) {
+		// settledSeq or our channel is the one it will close.
+		if j.settled(t) {
 			j.mu.Unlock()
 			return nil
 		}

@@ -33,6 +33,11 @@ type Journal struct {
 	// j_commit_sequence). It starts at FirstTransid-1 and grows by one per
 	// commit.
 	commitSeq atomic.Uint64
+	// settledSeq follows commitSeq once Options.Committed has returned for
+	// it: WaitCommitted and CommitNow wait for it, so their callers see a
+	// commit's aftermath (its pinned blocks and log released), as the
+	// options promise. Committed, the durability check, reads commitSeq.
+	settledSeq atomic.Uint64
 
 	mu sync.Mutex
 	// handlesDrained is signalled when the committing transaction's last
@@ -77,6 +82,7 @@ func Open(opts Options) (*Journal, error) {
 	}
 	j.handlesDrained.L = &j.mu
 	j.commitSeq.Store(uint64(opts.FirstTransid - 1))
+	j.settledSeq.Store(uint64(opts.FirstTransid - 1))
 	go j.committer()
 	return j, nil
 }
