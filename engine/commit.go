@@ -184,7 +184,7 @@ func (e *Engine) updateRootItems(tr *Trans, pending map[uint64]rootRef) (bool, e
 func (e *Engine) fail(err error) error {
 	wrapped := fmt.Errorf("%w: %w", ErrReadOnly, err)
 	if e.failed.CompareAndSwap(nil, &wrapped) {
-		e.log.Error("engine: commit failed; read-only", "err", err)
+		e.log.Error("engine: a commit or log sync failed; read-only", "err", err)
 	}
 	return wrapped
 }

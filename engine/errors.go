@@ -14,11 +14,11 @@ var (
 	ErrNotFound = errors.New("engine: item not found")
 	// ErrItemTooLarge: an item payload exceeds a quarter of a leaf.
 	ErrItemTooLarge = errors.New("engine: item too large")
-	// ErrReadOnly: a commit failed; the store is read-only.
+	// ErrReadOnly: a commit or a log sync failed; the store is read-only.
 	// ErrLogFull: a transaction has used every log sub-transaction id;
 	// fsync falls back to a commit.
 	ErrLogFull  = errors.New("engine: log full")
-	ErrReadOnly = errors.New("engine: read-only after a failed commit")
+	ErrReadOnly = errors.New("engine: read-only after a failed commit or log sync")
 	// ErrNotFormatted: no valid superblock.
 	ErrNotFormatted = errors.New("engine: no valid ustore superblock")
 )
