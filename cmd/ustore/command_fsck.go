@@ -28,8 +28,10 @@ checksums, fill bounds, and that referenced space plus free space is the whole
 device with no block referenced twice; every file extent has its data
 checksums; and the namespace: every name is a matching directory item, index
 item and inode back-reference, link counts and directory sizes match the
-names, and extents add up to each file's byte count. fsck changes nothing.
-It exits 0 when the filesystem is clean and 1 when it found problems, which
+names, and extents add up to each file's byte count. If the newest
+superblock names an fsync log (the server stopped without unmounting), fsck
+replays it first, as mount does (e2fsck replays its journal too), and says
+so; otherwise it changes nothing. It exits 0 when the filesystem is clean and 1 when it found problems, which
 it prints. A device a running 'ustore serve' holds is refused: stop the
 server first.`,
 		Args: maxOneArg,
@@ -57,6 +59,14 @@ server first.`,
 			s, err := store.Open(d, store.Options{Logger: quietLogger()})
 			if err != nil {
 				return fmt.Errorf("mount %s: %w", path, err)
+			}
+			if r := s.Replay(); r.Found {
+				if r.Lost != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: the fsync log (log generation %d) was damaged and not applied: %v\n", path, r.LogGeneration, r.Lost)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: replayed the fsync log (log generation %d): %d inodes, %d directory ranges, %d file ranges\n",
+						path, r.LogGeneration, r.Inodes, r.DirRanges, r.FileRanges)
+				}
 			}
 			rep := engine.Check(s.Engine())
 			cerr := s.Check()
