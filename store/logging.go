@@ -314,37 +314,16 @@ func (s *Store) logDirRangesFresh(w *logtree.Writer, tid, dir uint64, rs []rng) 
 	if err := w.Insert(rkeys, ritems); err != nil {
 		return err
 	}
-	var keys []engine.Key
-	var items [][]byte
-	var children []uint64
+	b := entryBatch{w: w}
 	for _, r := range rs {
-		var derr error
-		err := s.fs.Iterate(dirIndexKey(dir, r.start), func(k engine.Key, b []byte) bool {
-			if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= r.end {
-				return false
-			}
-			keys = append(keys, k)
-			items = append(items, append([]byte(nil), b...))
-			if es, err := engine.DecodeDirEntries(b); err == nil && len(es) == 1 {
-				children = append(children, es[0].Child)
-			}
-			if len(keys) == dirBatch {
-				derr = w.Insert(keys, items)
-				keys, items = keys[:0], items[:0]
-			}
-			return derr == nil
-		})
-		if err == nil {
-			err = derr
-		}
-		if err != nil {
+		if err := s.copyEntries(&b, dir, r.start, r.end); err != nil {
 			return err
 		}
 	}
-	if err := w.Insert(keys, items); err != nil {
+	if err := b.flush(); err != nil {
 		return err
 	}
-	for _, c := range children {
+	for _, c := range b.children {
 		if err := s.logExists(w, tid, c); err != nil {
 			return err
 		}
@@ -354,6 +333,45 @@ func (s *Store) logDirRangesFresh(w *logtree.Writer, tid, dir uint64, rs []rng) 
 
 // dirBatch bounds one batch insertion of directory entries (memory).
 const dirBatch = 4096
+
+// entryBatch gathers copies of DIR_INDEX items, in key order, for batch
+// insertion into the log, and the inodes they name.
+type entryBatch struct {
+	w        *logtree.Writer
+	keys     []engine.Key
+	items    [][]byte
+	children []uint64
+}
+
+func (b *entryBatch) flush() error {
+	err := b.w.Insert(b.keys, b.items)
+	b.keys, b.items = b.keys[:0], b.items[:0]
+	return err
+}
+
+// copyEntries adds dir's entries with index in [lo, hi) to b, inserting
+// each dirBatch of them.
+func (s *Store) copyEntries(b *entryBatch, dir, lo, hi uint64) error {
+	var derr error
+	err := s.fs.Iterate(dirIndexKey(dir, lo), func(k engine.Key, v []byte) bool {
+		if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
+			return false
+		}
+		b.keys = append(b.keys, k)
+		b.items = append(b.items, append([]byte(nil), v...))
+		if es, err := engine.DecodeDirEntries(v); err == nil && len(es) == 1 {
+			b.children = append(b.children, es[0].Child)
+		}
+		if len(b.keys) == dirBatch {
+			derr = b.flush()
+		}
+		return derr == nil
+	})
+	if err == nil {
+		err = derr
+	}
+	return err
+}
 
 // logDirRange replaces the log's entries of dir in [lo, hi) with the
 // tree's.
@@ -392,38 +410,14 @@ func (s *Store) logDirRange(w *logtree.Writer, tid, dir, lo, hi uint64) error {
 	if err := w.Set(logtree.DirRangeKey(dir, lo), logtree.EncodeEnd(hi)); err != nil {
 		return err
 	}
-	var keys []engine.Key
-	var items [][]byte
-	var children []uint64
-	flush := func() error {
-		err := w.Insert(keys, items)
-		keys, items = keys[:0], items[:0]
+	b := entryBatch{w: w}
+	if err := s.copyEntries(&b, dir, lo, hi); err != nil {
 		return err
 	}
-	err = s.fs.Iterate(dirIndexKey(dir, lo), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
-			return false
-		}
-		keys = append(keys, k)
-		items = append(items, append([]byte(nil), b...))
-		if es, err := engine.DecodeDirEntries(b); err == nil && len(es) == 1 {
-			children = append(children, es[0].Child)
-		}
-		if len(keys) == dirBatch {
-			derr = flush()
-		}
-		return derr == nil
-	})
-	if err == nil {
-		err = derr
-	}
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
+	if err := b.flush(); err != nil {
 		return err
 	}
-	for _, c := range children {
+	for _, c := range b.children {
 		if err := s.logExists(w, tid, c); err != nil {
 			return err
 		}
