@@ -138,35 +138,26 @@ func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
 	return nil
 }
 
-// logFile logs the extents of the ranges of ino changed in tid.
+// logFile appends the ranges of ino changed in tid to its file log: for
+// each, a range record — the range widened to the whole extents that
+// straddle it — and copies of the tree's extents in it; all of them in one
+// batch after the log's last record, then the checksums of the extents'
+// blocks.
 func (s *Store) logFile(w *logtree.Writer, tid, ino uint64) error {
 	rs, err := s.track.takeFile(tid, ino)
-	if err != nil {
+	if err != nil || len(rs) == 0 {
 		return err
 	}
-	for i, r := range rs {
-		if err := s.logFileRange(w, ino, r.start, r.end); err != nil {
-			s.track.putFile(tid, ino, rs[i:])
-			return err
-		}
+	if err := s.appendFileLog(w, ino, rs); err != nil {
+		s.track.putFile(tid, ino, rs)
+		return err
 	}
 	return nil
 }
 
-// logFileRange appends to ino's file log a range record for [a, b) —
-// widened to the whole extents that straddle it — and copies of the
-// tree's extents in it, in one batch after the log's last record, and puts
-// the checksums of their blocks in the log.
-func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
-	xs, err := s.extentsIn(ino, a, b)
-	if err != nil {
-		return err
-	}
-	for _, x := range xs {
-		a, b = min(a, x.off), max(b, x.end())
-	}
+func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
 	seq := uint64(0)
-	err = w.IterateReverse(logtree.FileLogKey(ino, ^uint64(0)), func(k engine.Key, _ []byte) bool {
+	err := w.IterateReverse(logtree.FileLogKey(ino, ^uint64(0)), func(k engine.Key, _ []byte) bool {
 		if k.ObjectID == ino && k.Type == logtree.TypeLogFile {
 			seq = k.Offset + 1
 		}
@@ -175,27 +166,47 @@ func (s *Store) logFileRange(w *logtree.Writer, ino, a, b uint64) error {
 	if err != nil {
 		return err
 	}
-	keys := []engine.Key{logtree.FileLogKey(ino, seq)}
-	items := [][]byte{logtree.EncodeFileRange(a, b)}
-	for i := range xs {
-		keys = append(keys, logtree.FileLogKey(ino, seq+1+uint64(i)))
-		items = append(items, logtree.EncodeFileExtent(xs[i].off, &xs[i].x))
+	var keys []engine.Key
+	var items [][]byte
+	var regular []engine.FileExtent
+	for _, r := range rs {
+		a, b := r.start, r.end
+		xs, err := s.extentsIn(ino, a, b)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			a, b = min(a, x.off), max(b, x.end())
+		}
+		keys = append(keys, logtree.FileLogKey(ino, seq))
+		items = append(items, logtree.EncodeFileRange(a, b))
+		seq++
+		for i := range xs {
+			keys = append(keys, logtree.FileLogKey(ino, seq))
+			items = append(items, logtree.EncodeFileExtent(xs[i].off, &xs[i].x))
+			seq++
+			if xs[i].x.Type == engine.ExtentRegular {
+				regular = append(regular, xs[i].x)
+			}
+		}
 	}
 	if err := w.Insert(keys, items); err != nil {
 		return err
 	}
-	for _, x := range xs {
-		if x.x.Type != engine.ExtentRegular {
-			continue
-		}
-		cs, err := s.csumsIn(x.x.DiskBytenr, x.x.DiskBytenr+x.x.NumBytes)
+	for _, x := range regular {
+		cs, err := s.csumsIn(x.DiskBytenr, x.DiskBytenr+x.NumBytes)
 		if err != nil {
 			return err
 		}
 		for _, c := range cs {
-			start, end := max(c.start, x.x.DiskBytenr), min(c.end(), x.x.DiskBytenr+x.x.NumBytes)
+			start, end := max(c.start, x.DiskBytenr), min(c.end(), x.DiskBytenr+x.NumBytes)
 			sums := c.sums[(start-c.start)/blockSize*engine.CsumSize : (end-c.start)/blockSize*engine.CsumSize]
-			if err := w.Set(csumKey(start), sums); err != nil {
+			// Usually new to the log: insert, and replace only if not.
+			err := w.Insert([]engine.Key{csumKey(start)}, [][]byte{sums})
+			if errors.Is(err, engine.ErrExists) {
+				err = w.Set(csumKey(start), sums)
+			}
+			if err != nil {
 				return err
 			}
 		}
