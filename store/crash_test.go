@@ -130,6 +130,12 @@ var crashRegressions = []crashWorkload{
 	{{crashOp{kind: opTruncate, a: "/A", n: 5000}, crashPP{ppFsyncDir, "/E"}},
 		{crashOp{kind: opTruncate, a: "/A", n: 20000}, crashPP{ppFsync, "/D/C"}},
 		{crashOp{kind: opCreate, a: "/n"}, crashPP{ppFsync, "/n"}}},
+	// The log of / said "A is gone"; replay took the file for an orphan
+	// and deleted it, though its link /D/l (not durable, but the file
+	// was never deleted in any state) kept it alive: a directory's log
+	// must carry the names of the inodes it lost entries of.
+	{{crashOp{kind: opLink, a: "/A", b: "/D/l"}, crashPP{ppFsync, "/D/C"}},
+		{crashOp{kind: opUnlink, a: "/A"}, crashPP{ppFsyncDir, "/"}}},
 }
 
 // ---- the model ----
