@@ -80,6 +80,12 @@ func (l *Log) LastLogCommit() uint64 { return l.lastLogCommit.Load() }
 // with ErrLogForceCommit when the transaction's log is poisoned.
 func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 	l.mu.Lock()
+	if tr.ID() < l.tid {
+		// A late fsync of a transaction that is committing, after the
+		// next one began logging: that commit makes it durable.
+		l.mu.Unlock()
+		return nil, nil, ErrLogForceCommit
+	}
 	if l.tid != tr.ID() {
 		l.tid = tr.ID()
 		l.logTransid = 1
