@@ -71,13 +71,20 @@ func (s *Store) extentsIn(ino, start, end uint64) ([]fileExtent, error) {
 // new one.
 func (s *Store) dropExtents(tr *engine.Trans, in *inode, start, end uint64) (uint64, error) {
 	s.track.fileChanged(tr.ID(), in.ino, start, end)
-	xs, err := s.extentsIn(in.ino, start, end)
+	return s.dropExtentsKeeping(tr, in.ino, start, end, nil)
+}
+
+// dropExtentsKeeping is dropExtents without the change tracking, leaving
+// the blocks of keep (disk ranges that items about to be inserted will
+// reference again: log replay's) allocated, with their checksums.
+func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino, start, end uint64, keep []extent) (uint64, error) {
+	xs, err := s.extentsIn(ino, start, end)
 	if err != nil {
 		return 0, err
 	}
 	var freed uint64
 	for _, f := range xs {
-		key := extentKey(in.ino, f.off)
+		key := extentKey(ino, f.off)
 		if f.x.Type == engine.ExtentInline {
 			if err := s.fs.DeleteItem(tr, key); err != nil {
 				return freed, err
@@ -87,9 +94,11 @@ func (s *Store) dropExtents(tr *engine.Trans, in *inode, start, end uint64) (uin
 		}
 		cutS, cutE := max(f.off, start), min(f.end(), end)
 		disk := f.x.DiskBytenr + (cutS - f.off)
-		s.e.FreeData(tr, disk, cutE-cutS)
-		if err := s.deleteCsums(tr, disk, cutE-cutS); err != nil {
-			return freed, err
+		for _, x := range subtract(extent{disk, cutE - cutS}, keep) {
+			s.e.FreeData(tr, x.start, x.length)
+			if err := s.deleteCsums(tr, x.start, x.length); err != nil {
+				return freed, err
+			}
 		}
 		freed += cutE - cutS
 		if f.off < cutS {
@@ -105,12 +114,38 @@ func (s *Store) dropExtents(tr *engine.Trans, in *inode, start, end uint64) (uin
 			right := f.x
 			right.DiskBytenr += cutE - f.off
 			right.NumBytes = f.end() - cutE
-			if err := s.fs.InsertItem(tr, extentKey(in.ino, cutE), right.Encode(nil)); err != nil {
+			if err := s.fs.InsertItem(tr, extentKey(ino, cutE), right.Encode(nil)); err != nil {
 				return freed, err
 			}
 		}
 	}
 	return freed, nil
+}
+
+// extent is a disk range.
+type extent struct{ start, length uint64 }
+
+// subtract returns the parts of x outside every range of keep.
+func subtract(x extent, keep []extent) []extent {
+	out := []extent{x}
+	for _, k := range keep {
+		var next []extent
+		for _, o := range out {
+			s, e := max(o.start, k.start), min(o.start+o.length, k.start+k.length)
+			if s >= e {
+				next = append(next, o)
+				continue
+			}
+			if o.start < s {
+				next = append(next, extent{o.start, s - o.start})
+			}
+			if e < o.start+o.length {
+				next = append(next, extent{e, o.start + o.length - e})
+			}
+		}
+		out = next
+	}
+	return out
 }
 
 // truncateInline shortens an inline extent to size bytes (0 deletes it)

@@ -190,11 +190,6 @@ func (r *replayer) ReplayNames(tr *engine.Trans, ino uint64, refs []engine.DirEn
 
 func (r *replayer) ReplayFileRange(tr *engine.Trans, ino, start, end uint64, exts []logtree.Extent) error {
 	r.touch(ino)
-	s := r.s
-	xs, err := s.extentsIn(ino, start, end)
-	if err != nil {
-		return err
-	}
 	// Blocks the log references again (a committed extent logged whole
 	// because its range changed around it) stay allocated.
 	var keep []extent
@@ -203,70 +198,15 @@ func (r *replayer) ReplayFileRange(tr *engine.Trans, ino, start, end uint64, ext
 			keep = append(keep, extent{x.Item.DiskBytenr, x.Item.NumBytes})
 		}
 	}
-	for _, f := range xs {
-		key := extentKey(ino, f.off)
-		if err := s.fs.DeleteItem(tr, key); err != nil {
-			return err
-		}
-		if f.x.Type == engine.ExtentInline {
-			continue
-		}
-		cutS, cutE := max(f.off, start), min(f.end(), end)
-		disk := f.x.DiskBytenr + (cutS - f.off)
-		for _, free := range subtract(extent{disk, cutE - cutS}, keep) {
-			s.e.FreeData(tr, free.start, free.length)
-			if err := s.deleteCsums(tr, free.start, free.length); err != nil {
-				return err
-			}
-		}
-		if f.off < cutS {
-			left := f.x
-			left.NumBytes = cutS - f.off
-			if err := s.fs.InsertItem(tr, key, left.Encode(nil)); err != nil {
-				return err
-			}
-		}
-		if f.end() > cutE {
-			right := f.x
-			right.DiskBytenr += cutE - f.off
-			right.NumBytes = f.end() - cutE
-			if err := s.fs.InsertItem(tr, extentKey(ino, cutE), right.Encode(nil)); err != nil {
-				return err
-			}
-		}
+	if _, err := r.s.dropExtentsKeeping(tr, ino, start, end, keep); err != nil {
+		return err
 	}
 	for _, x := range exts {
-		if err := s.fs.InsertItem(tr, extentKey(ino, x.Off), x.Item.Encode(nil)); err != nil {
+		if err := r.s.fs.InsertItem(tr, extentKey(ino, x.Off), x.Item.Encode(nil)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// extent is a disk range.
-type extent struct{ start, length uint64 }
-
-// subtract returns the parts of x outside every range of keep.
-func subtract(x extent, keep []extent) []extent {
-	out := []extent{x}
-	for _, k := range keep {
-		var next []extent
-		for _, o := range out {
-			s, e := max(o.start, k.start), min(o.start+o.length, k.start+k.length)
-			if s >= e {
-				next = append(next, o)
-				continue
-			}
-			if o.start < s {
-				next = append(next, extent{o.start, s - o.start})
-			}
-			if e < o.start+o.length {
-				next = append(next, extent{e, o.start + o.length - e})
-			}
-		}
-		out = next
-	}
-	return out
 }
 
 func (r *replayer) ReplayCsums(tr *engine.Trans, start uint64, sums []byte) error {
