@@ -19,6 +19,11 @@ type csumItem struct {
 
 func (c csumItem) end() uint64 { return c.start + uint64(len(c.sums)/engine.CsumSize)*blockSize }
 
+// slice returns the checksums of the blocks [start, end), within c.
+func (c csumItem) slice(start, end uint64) []byte {
+	return c.sums[(start-c.start)/blockSize*engine.CsumSize : (end-c.start)/blockSize*engine.CsumSize]
+}
+
 // csumsIn returns the csum items overlapping [start, end), payloads copied.
 func (s *Store) csumsIn(start, end uint64) ([]csumItem, error) {
 	var out []csumItem
@@ -63,8 +68,7 @@ func (s *Store) deleteCsums(tr *engine.Trans, start, length uint64) error {
 			return err
 		}
 		if c.end() > cutE {
-			tail := c.sums[(cutE-c.start)/blockSize*engine.CsumSize:]
-			if err := s.csum.InsertItem(tr, csumKey(cutE), tail); err != nil {
+			if err := s.csum.InsertItem(tr, csumKey(cutE), c.slice(cutE, c.end())); err != nil {
 				return err
 			}
 		}

@@ -200,7 +200,7 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
 		}
 		for _, c := range cs {
 			start, end := max(c.start, x.DiskBytenr), min(c.end(), x.DiskBytenr+x.NumBytes)
-			sums := c.sums[(start-c.start)/blockSize*engine.CsumSize : (end-c.start)/blockSize*engine.CsumSize]
+			sums := c.slice(start, end)
 			// Usually new to the log: insert, and replace only if not.
 			err := w.Insert([]engine.Key{csumKey(start)}, [][]byte{sums})
 			if errors.Is(err, engine.ErrExists) {
