@@ -139,19 +139,7 @@ func (t *logTrack) staleReason(tid uint64) string {
 var errTrackGone = errors.New("store: the transaction's change tracking is gone (it is committing)")
 
 // takeFile returns and forgets ino's changed file ranges in tid.
-func (t *logTrack) takeFile(tid, ino uint64) ([]rng, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if tid < t.tid {
-		return nil, errTrackGone
-	}
-	if tid != t.tid || t.files[ino] == nil {
-		return nil, nil
-	}
-	rs := t.files[ino].rs
-	delete(t.files, ino)
-	return rs, nil
-}
+func (t *logTrack) takeFile(tid, ino uint64) ([]rng, error) { return t.take(tid, ino, false) }
 
 // putFile gives ranges back after a failed log (the fsync commits, but a
 // later fsync of the transaction must not think them logged).
@@ -162,17 +150,25 @@ func (t *logTrack) putFile(tid, ino uint64, rs []rng) {
 }
 
 // takeDir returns and forgets dir's changed index ranges in tid.
-func (t *logTrack) takeDir(tid, dir uint64) ([]rng, error) {
+func (t *logTrack) takeDir(tid, dir uint64) ([]rng, error) { return t.take(tid, dir, true) }
+
+// take returns and forgets the ranges of key — a directory's (dir) or a
+// file's — in tid; errTrackGone once the tracker has moved past tid.
+func (t *logTrack) take(tid, key uint64, dir bool) ([]rng, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
 		return nil, errTrackGone
 	}
-	if tid != t.tid || t.dirs[dir] == nil {
+	m := t.files
+	if dir {
+		m = t.dirs
+	}
+	if tid != t.tid || m[key] == nil {
 		return nil, nil
 	}
-	rs := t.dirs[dir].rs
-	delete(t.dirs, dir)
+	rs := m[key].rs
+	delete(m, key)
 	return rs, nil
 }
 
