@@ -16,6 +16,7 @@ type storeStats struct {
 	writebackBlocks                 atomic.Uint64
 	writebackErrors, extentsWritten atomic.Uint64
 	csumErrors                      atomic.Uint64
+	renameWritebacks                atomic.Uint64
 }
 
 // Stats are the store's counters since mount.
@@ -32,8 +33,11 @@ type Stats struct {
 	WritebackErrors             uint64 // failed background writebacks
 	ExtentsWritten              uint64 // extents created by writeback
 	CsumErrors                  uint64 // data blocks that failed their checksum
-	DirtyBytes                  int64  // buffered now
-	Inodes                      int    // in memory now
+	// RenameWritebacks counts renames over an existing name that wrote
+	// back the source's buffered data first (rename.go).
+	RenameWritebacks uint64
+	DirtyBytes       int64 // buffered now
+	Inodes           int   // in memory now
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
@@ -49,7 +53,8 @@ func (s *Store) Stats() Stats {
 		FsyncFallbacks:  s.stats.fallbackCounts(),
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
-		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		RenameWritebacks: s.stats.renameWritebacks.Load(),
+		DirtyBytes:       s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
 	}
 }

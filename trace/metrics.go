@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -171,7 +172,7 @@ func RegisterCollector(c prometheus.Collector) error {
 // registry of its own (not the client library's global one, which a
 // second Setup would collide with), serves it on addr, and makes the Record
 // functions use it.
-func startMetrics(res *resource.Resource, addr string, log *slog.Logger) (stop func(context.Context) error, bound string, err error) {
+func startMetrics(res *resource.Resource, addr string, profiling bool, log *slog.Logger) (stop func(context.Context) error, bound string, err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// WithoutScopeInfo: no otel_scope_* labels, so that the Go-side series
@@ -193,6 +194,13 @@ func startMetrics(res *resource.Resource, addr string, log *slog.Logger) (stop f
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	go func() {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"testing"
@@ -251,5 +252,40 @@ func BenchmarkRecordRequest_On(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		RecordRequest("write", time.Millisecond)
+	}
+}
+
+// TestMetrics_Profiling: Go's profiles are served beside /metrics only when
+// asked for, and asking without a metrics address is an error, not a flag
+// silently ignored.
+func TestMetrics_Profiling(t *testing.T) {
+	clearOTELEnv(t)
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get("http://" + *metricsAddr.Load() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	stop := mustSetup(t, Config{MetricsAddr: "127.0.0.1:0"})
+	if c := get("/debug/pprof/cmdline"); c != http.StatusNotFound {
+		t.Fatalf("profiles served without Profiling: status %d", c)
+	}
+	if err := stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	mustSetup(t, Config{MetricsAddr: "127.0.0.1:0", Profiling: true})
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=1", "/metrics"} {
+		if c := get(p); c != http.StatusOK {
+			t.Errorf("GET %s: status %d", p, c)
+		}
+	}
+
+	if _, err := Setup(context.Background(), Config{Profiling: true}); !errors.Is(err, ErrProfilingWithoutMetrics) {
+		t.Fatalf("Profiling without MetricsAddr: %v, want ErrProfilingWithoutMetrics", err)
 	}
 }

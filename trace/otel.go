@@ -39,6 +39,10 @@ type Config struct {
 	// MetricsAddr is the TCP address the Prometheus /metrics endpoint listens
 	// on (e.g. "127.0.0.1:9464"; port 0 picks a free one); "" turns metrics off.
 	MetricsAddr string
+	// Profiling also serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on MetricsAddr, for finding where a server's time goes;
+	// off by default, since a CPU profile costs the server while it runs.
+	Profiling bool
 	// ShutdownTimeout bounds the shutdown function Setup returns, whatever
 	// context it is given; 0 means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -46,6 +50,10 @@ type Config struct {
 	// means slog.Default().
 	Logger *slog.Logger
 }
+
+// ErrProfilingWithoutMetrics: profiles are served on the metrics address,
+// and none was given.
+var ErrProfilingWithoutMetrics = errors.New("trace: profiling is served on the metrics address (--metrics-addr): give one")
 
 // DefaultServiceName is service.name when neither Config nor the
 // environment names one.
@@ -86,6 +94,9 @@ var active atomic.Bool
 // min(ctx's deadline, cfg.ShutdownTimeout), returns the package to its
 // no-op state, and may be called more than once.
 func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) error, err error) {
+	if cfg.Profiling && cfg.MetricsAddr == "" {
+		return nil, ErrProfilingWithoutMetrics
+	}
 	if !active.CompareAndSwap(false, true) {
 		return nil, ErrAlreadySetUp
 	}
@@ -148,12 +159,15 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	}
 
 	if cfg.MetricsAddr != "" {
-		stop, addr, err := startMetrics(res, cfg.MetricsAddr, log)
+		stop, addr, err := startMetrics(res, cfg.MetricsAddr, cfg.Profiling, log)
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, stop)
 		log.Info("trace: serving Prometheus metrics", "url", "http://"+addr+"/metrics")
+		if cfg.Profiling {
+			log.Info("trace: serving Go profiles", "url", "http://"+addr+"/debug/pprof/")
+		}
 	}
 	return stopAll, nil
 }

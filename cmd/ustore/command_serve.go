@@ -42,6 +42,7 @@ type serveConfig struct {
 	// traces to OTLPEndpoint, a Prometheus scrape endpoint on MetricsAddr.
 	OTLPEndpoint string
 	MetricsAddr  string
+	Pprof        bool // Go's profiles under /debug/pprof/ on MetricsAddr
 	// CommittedLocked is the benchmarks' ablation of the lock-free
 	// Committed check (store.Options.CommittedLocked).
 	CommittedLocked bool
@@ -153,6 +154,7 @@ cancels the requests still running (the unmount still completes).`,
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for the requests under way")
 	f.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces, such as localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, or none)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
+	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, mutex) under /debug/pprof/ on --metrics-addr")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
@@ -187,7 +189,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	if fi, err := os.Stat(cfg.Device); err == nil && fi.Mode()&os.ModeDevice != 0 && cfg.Socket == defaultSocket(cfg.Device) {
 		return usageError{fmt.Errorf("%s is a block device: give --socket", cfg.Device)}
 	}
-	shutdownTrace, err := trace.Setup(context.Background(), trace.Config{Endpoint: cfg.OTLPEndpoint, MetricsAddr: cfg.MetricsAddr, Logger: log})
+	shutdownTrace, err := trace.Setup(context.Background(), trace.Config{Endpoint: cfg.OTLPEndpoint, MetricsAddr: cfg.MetricsAddr, Profiling: cfg.Pprof, Logger: log})
 	if err != nil {
 		return usageError{fmt.Errorf("tracing: %w", err)}
 	}
