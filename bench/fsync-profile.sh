@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# fsync-profile.sh — where a ustore fsync's time goes: fsync-randwrite
+# against a server started with --pprof, a CPU profile of the server taken in
+# the middle of the run, and the server's counters.
+#
+# Usage: bench/fsync-profile.sh                 (8 jobs, 20 s; ≈ 40 s with the set-up)
+#        JOBS=16 DURATION=30s bench/fsync-profile.sh
+#        SERVE_FLAGS=--ablate-log-leaf-search bench/fsync-profile.sh
+#
+# The image is IMG (default ustore-data/fsync-bench/profile.img, 2 GiB),
+# written in full on first use (a sparse image doubles the cost of a flush:
+# ../shared/notes/peer-baselines.md) and formatted for every run. Results go
+# to OUT (default bench/out/fsync-profile-<time>): bench.txt (the workload's
+# report with the server's counters), cpu.prof (go tool pprof bin/ustore
+# OUT/cpu.prof), serve.log, machine.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-8}
+DURATION=${DURATION:-20s}
+IMG=${IMG:-ustore-data/fsync-bench/profile.img}
+OUT=${OUT:-bench/out/fsync-profile-$(date -u +%Y%m%d-%H%M%S)}
+SOCK=$(mktemp -u /tmp/ustore-profile-XXXXXX.sock)
+METRICS=127.0.0.1:${METRICS_PORT:-9479}
+
+mkdir -p "$OUT" "$(dirname "$IMG")" bin
+go build -o bin/ustore ./cmd/ustore
+if [ ! -f "$IMG" ]; then
+	dd if=/dev/zero of="$IMG" bs=4M count=512 oflag=direct status=none
+fi
+{ date -u; uname -r; nproc; uptime; git rev-parse HEAD; git status --short; } > "$OUT/machine.txt"
+bin/ustore mkfs --size 2G --nodesize 16k "$IMG" > /dev/null
+# shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
+bin/ustore serve --device "$IMG" --socket "$SOCK" --metrics-addr "$METRICS" --pprof ${SERVE_FLAGS:-} > "$OUT/serve.log" 2>&1 &
+server=$!
+trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$SOCK"' EXIT
+for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+[ -S "$SOCK" ] || { echo "the server did not start: $OUT/serve.log" >&2; exit 1; }
+
+# The profile covers the middle half of the run.
+secs=${DURATION%s}
+( sleep $((secs / 4)); curl -sf -o "$OUT/cpu.prof" "http://$METRICS/debug/pprof/profile?seconds=$((secs / 2))" ) &
+prof=$!
+bin/ustore bench fsync-randwrite --socket "$SOCK" --metrics "$METRICS" --jobs "$JOBS" --duration "$DURATION" > "$OUT/bench.txt"
+wait $prof
+uptime >> "$OUT/machine.txt"
+cat "$OUT/bench.txt"
+echo
+go tool pprof -top -nodecount=25 bin/ustore "$OUT/cpu.prof" 2>/dev/null | sed -n '4,35p'
+echo "results: $OUT"
