@@ -64,6 +64,12 @@ type logState struct {
 	// transaction, since T+1 may begin logging while T's last fsyncs
 	// still log into T's.
 	tree *Tree
+	// counted is the most log bytes (blocks × node size) the journal's
+	// dirty-bytes trigger has been told of: a log only its commit frees
+	// counts as that transaction's dirty metadata, so a long commit
+	// interval under heavy fsync commits once the log is DirtyBytesMax
+	// big instead of growing until the device is full.
+	counted int64
 }
 
 type pendingBlock struct{ bytenr, gen uint64 }
@@ -258,8 +264,17 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 		}
 	}
 	st.pending = keep
+	grown := int64(len(st.blocks))*int64(e.geo.nodeSize) - st.counted
+	if grown > 0 {
+		st.counted += grown
+	}
 	e.logMu.Unlock()
 	e.releaseLogBlocks(free)
+	if grown > 0 && e.j != nil && uint64(e.j.Running()) == tid {
+		// Only the log's growth past what was counted: the blocks each
+		// sync CoWs and frees again are churn, not size.
+		e.j.AddDirty(grown)
+	}
 	e.stats.logSyncs.Add(1)
 	e.stats.nodesWritten.Add(uint64(len(nodes)))
 	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "took", time.Since(start))
