@@ -6,6 +6,7 @@
 # Usage: bench/fsync-profile.sh                 (8 jobs, 20 s; ≈ 40 s with the set-up)
 #        JOBS=16 DURATION=30s bench/fsync-profile.sh
 #        SERVE_FLAGS=--ablate-log-leaf-search bench/fsync-profile.sh
+#        NODESIZE=4k bench/fsync-profile.sh   (the tree node size mkfs gives; default 16k)
 #
 # The image is IMG (default ustore-data/fsync-bench/profile.img, 2 GiB),
 # written in full on first use (a sparse image doubles the cost of a flush:
@@ -17,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-8}
+NODESIZE=${NODESIZE:-16k}
 DURATION=${DURATION:-20s}
 IMG=${IMG:-ustore-data/fsync-bench/profile.img}
 OUT=${OUT:-bench/out/fsync-profile-$(date -u +%Y%m%d-%H%M%S)}
@@ -29,7 +31,7 @@ if [ ! -f "$IMG" ]; then
 	dd if=/dev/zero of="$IMG" bs=4M count=512 oflag=direct status=none
 fi
 { date -u; uname -r; nproc; uptime; git rev-parse HEAD; git status --short; } > "$OUT/machine.txt"
-bin/ustore mkfs --size 2G --nodesize 16k "$IMG" > /dev/null
+bin/ustore mkfs --size 2G --nodesize "$NODESIZE" "$IMG" > /dev/null
 # shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
 bin/ustore serve --device "$IMG" --socket "$SOCK" --metrics-addr "$METRICS" --pprof ${SERVE_FLAGS:-} > "$OUT/serve.log" 2>&1 &
 server=$!
