@@ -51,14 +51,21 @@ func (e *Engine) newNode(tr *Trans, t *Tree, level int, reserveOK bool) (*Extent
 	if err != nil {
 		return nil, err
 	}
-	// A fresh buffer is zeroed by the allocator: no second clear.
+	eb := e.formatNode(tr, t, level, bytenr)
+	e.addDirty(tr.id, eb)
+	e.cache.Add(bytenr, eb)
+	return eb, nil
+}
+
+// formatNode makes tr's new, empty node of t at level, to be written at
+// bytenr: write-locked and dirty. A fresh buffer is zeroed by the
+// allocator: no second clear.
+func (e *Engine) formatNode(tr *Trans, t *Tree, level int, bytenr uint64) *ExtentBuffer {
 	eb := newExtentBuffer(bytenr, alignedNode(e.geo.nodeSize), t.classes[level])
 	eb.setHeader(e.fsid, tr.id, t.id, level)
 	eb.lock.Lock()
 	eb.dirty.Store(true)
-	e.addDirty(tr.id, eb)
-	e.cache.Add(bytenr, eb)
-	return eb, nil
+	return eb
 }
 
 // abandonNode gives back a node just made by newNode and never linked.

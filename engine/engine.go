@@ -159,8 +159,18 @@ func (e *Engine) failure() error {
 	return nil
 }
 
-// addDirty records a node born in transaction tid.
+// addDirty records a node born in transaction tid, and counts it toward
+// the journal's dirty-bytes trigger.
 func (e *Engine) addDirty(tid uint64, eb *ExtentBuffer) {
+	e.trackDirty(tid, eb)
+	if e.j != nil {
+		e.j.AddDirty(int64(e.geo.nodeSize))
+	}
+}
+
+// trackDirty records a node born in tid (a transaction or a log
+// generation) among the nodes to write.
+func (e *Engine) trackDirty(tid uint64, eb *ExtentBuffer) {
 	e.dirtyMu.Lock()
 	m := e.dirty[tid]
 	if m == nil {
@@ -169,9 +179,6 @@ func (e *Engine) addDirty(tid uint64, eb *ExtentBuffer) {
 	}
 	m[eb.bytenr] = eb
 	e.dirtyMu.Unlock()
-	if e.j != nil {
-		e.j.AddDirty(int64(e.geo.nodeSize))
-	}
 }
 
 func (e *Engine) removeDirty(tid uint64, eb *ExtentBuffer) {

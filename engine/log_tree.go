@@ -146,22 +146,14 @@ func (e *Engine) newLogNode(tr *Trans, t *Tree, level int) (*ExtentBuffer, error
 	if err != nil {
 		return nil, err
 	}
-	eb := newExtentBuffer(bytenr, alignedNode(e.geo.nodeSize), t.classes[level])
-	eb.setHeader(e.fsid, tr.id, t.id, level)
-	eb.lock.Lock()
-	eb.dirty.Store(true)
+	eb := e.formatNode(tr, t, level, bytenr)
 	e.logMu.Lock()
 	tr.log.blocks[bytenr] = struct{}{}
 	tr.log.gens[tr.id] = struct{}{}
 	e.logMu.Unlock()
-	e.dirtyMu.Lock()
-	m := e.dirty[tr.id]
-	if m == nil {
-		m = map[uint64]*ExtentBuffer{}
-		e.dirty[tr.id] = m
-	}
-	m[bytenr] = eb
-	e.dirtyMu.Unlock()
+	// Dirty under its log generation, but not the transaction's dirty
+	// metadata: the log's size is counted by SyncLog, not its churn.
+	e.trackDirty(tr.id, eb)
 	e.cache.Add(bytenr, eb)
 	return eb, nil
 }
