@@ -3,7 +3,7 @@ GO        ?= go
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 20s
 
-.PHONY: all build test race lint fmt-check check invariants fuzz bench run clean jaeger
+.PHONY: all build test race norace lint fmt-check check invariants fuzz bench run clean jaeger
 
 all: build
 
@@ -18,6 +18,11 @@ test:
 race:
 	$(GO) test -race ./...
 
+## norace: the tests the race detector makes too slow to run (they skip
+## under -race), run once without it so that CI runs them too
+norace:
+	$(GO) test -count=1 -run '^TestDataDriven$$/^bulk$$' ./logtree
+
 ## lint: gofmt, go vet and staticcheck
 lint: fmt-check
 	$(GO) vet ./...
@@ -26,12 +31,14 @@ lint: fmt-check
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## invariants: the engine's tests with its expensive checks on
+## invariants: the tests of the packages with expensive checks behind the
+## invariants build tag (engine, evict), with those checks on
 invariants:
-	$(GO) test -tags invariants ./engine/...
+	$(GO) test -tags invariants ./engine/... ./evict/...
 
-## check: lint, every test under the race detector, the invariants build (CI runs this)
-check: lint race invariants
+## check: lint, every test under the race detector, the ones it makes too
+## slow without it, the invariants build (CI runs this)
+check: lint race norace invariants
 
 ## fuzz: each fuzz target for FUZZTIME: a duration (20s) or a count of
 ## inputs (100000x). CI gives a count: with a duration, Go 1.26's fuzz

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"ustore/dev"
 	"ustore/dev/memdev"
@@ -445,4 +447,113 @@ func TestENOSPC_SmallFilesBuffered(t *testing.T) {
 	s = remount(t, s, d, opts)
 	m.verify(t, s, "after remount")
 	closeCheck(t, s)
+}
+
+// stallDevice holds the first data write issued after hold until release:
+// a writeback stopped after it allocated its blocks, before it maps them.
+type stallDevice struct {
+	*memdev.Device
+	armed   atomic.Bool
+	stalled chan struct{} // closed when the write is held
+	release chan struct{}
+}
+
+func (d *stallDevice) hold() {
+	d.stalled, d.release = make(chan struct{}), make(chan struct{})
+	d.armed.Store(true)
+}
+
+func (d *stallDevice) Write(ios []dev.IO) error {
+	if d.armed.CompareAndSwap(true, false) {
+		close(d.stalled)
+		<-d.release
+	}
+	return d.Device.Write(ios)
+}
+
+// TestENOSPC_WaitsForWriteback: while a writeback is in progress, its
+// pages hold their reservations and the blocks it allocated for them, so
+// the device looks fuller than it is. A write that fits once the writeback
+// ends must wait for it, not fail with ENOSPC. (TestENOSPC_Fill failed
+// about once in 25 runs under -race when the flusher happened to be
+// writing back while it refilled the room an unlink made.)
+func TestENOSPC_WaitsForWriteback(t *testing.T) {
+	d := &stallDevice{Device: newTestDevice(t, 24<<20)}
+	// A budget far above what the test buffers, and a background
+	// threshold above it too: only the fsync below writes back.
+	opts := Options{DirtyBytes: 64 << 20, DirtyBackgroundBytes: 64 << 20}
+	s := openTest(t, d, opts)
+	defer closeCheck(t, s)
+	ctx := context.Background()
+	m := newFileModel()
+	for _, name := range []string{"fill", "a", "b"} {
+		a, err := s.Create(RootIno, name, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.inos[name] = a.Ino
+	}
+	// Fill the device to a few MiB of free space, everything durable.
+	for s.Engine().Space().Available > 4<<20 {
+		if _, err := m.write(s, "fill", len(m.datas["fill"]), patternData(1, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a: 1 MiB buffered, then written back by an fsync that stalls after
+	// allocating its blocks.
+	if _, err := m.write(s, "a", 0, patternData(2, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	avail := s.Engine().Space().Available
+	const aPages, margin = 256, 64
+	q := int(avail/spacePerPage) - aPages - margin
+	if q < 64 {
+		t.Fatalf("setup: %d bytes available leave room for %d pages", avail, q)
+	}
+	d.hold()
+	fsynced := make(chan error, 1)
+	go func() { fsynced <- s.Fsync(ctx, m.inos["a"], false) }()
+	<-d.stalled
+
+	// b: q pages fit beside a's reservations, but not beside them and
+	// a's allocated blocks too.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := m.write(s, "b", 0, patternData(3, q*blockSize))
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		close(d.release) // for the deferred closeCheck
+		<-fsynced
+		t.Fatalf("write of %d pages during a stalled writeback ended before it (space waits %d): %v",
+			q, s.Stats().SpaceWaits, err)
+	case <-waitFor(func() bool { return s.Stats().SpaceWaits > 0 }):
+	}
+	close(d.release)
+	if err := <-fsynced; err != nil {
+		t.Fatalf("fsync: %v", err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("write of %d pages once the writeback ended: %v (space %+v)", q, err, s.Engine().Space())
+	}
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.verify(t, s, "after the writes")
+}
+
+// waitFor closes the channel it returns once cond holds (polled).
+func waitFor(cond func() bool) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		for !cond() {
+			time.Sleep(time.Millisecond)
+		}
+		close(c)
+	}()
+	return c
 }

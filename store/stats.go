@@ -17,6 +17,7 @@ type storeStats struct {
 	writebackErrors, extentsWritten atomic.Uint64
 	csumErrors                      atomic.Uint64
 	renameWritebacks                atomic.Uint64
+	spaceWaits                      atomic.Uint64
 }
 
 // Stats are the store's counters since mount.
@@ -36,8 +37,11 @@ type Stats struct {
 	// RenameWritebacks counts renames over an existing name that wrote
 	// back the source's buffered data first (rename.go).
 	RenameWritebacks uint64
-	DirtyBytes       int64 // buffered now
-	Inodes           int   // in memory now
+	// SpaceWaits counts writes that, short of device space, waited for
+	// the writebacks in progress to end before deciding (wbState.reserve).
+	SpaceWaits uint64
+	DirtyBytes int64 // buffered now
+	Inodes     int   // in memory now
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
@@ -53,8 +57,8 @@ func (s *Store) Stats() Stats {
 		FsyncFallbacks:  s.stats.fallbackCounts(),
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
-		RenameWritebacks: s.stats.renameWritebacks.Load(),
-		DirtyBytes:       s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		RenameWritebacks: s.stats.renameWritebacks.Load(), SpaceWaits: s.stats.spaceWaits.Load(),
+		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"ustore/dev"
 	"ustore/engine"
+	"ustore/internal/assert"
 )
 
 // Writeback turns an inode's dirty pages into extents: it reserves
@@ -47,6 +48,12 @@ func (s *Store) writebackInode(in *inode) error {
 	}
 	size := in.size
 	in.mu.Unlock()
+	// Until this writeback has released or re-dirtied its pages, each of
+	// them is counted twice against the device: by its reservation and by
+	// the block writeback allocated for it. A writer short of space waits
+	// for that to settle before it concludes ENOSPC (wbState.reserve).
+	s.wb.beginWriteback()
+	defer s.wb.endWriteback()
 
 	blocks := make([]uint64, 0, len(pages))
 	for b := range pages {
@@ -441,6 +448,11 @@ type wbState struct {
 	// flusher writes back for them whatever the background threshold (a
 	// writer may need more than the budget above it).
 	waiters int
+	// writebacks counts writebackInode calls in progress. Their pages
+	// hold both a reservation and an allocated block (and the nodes their
+	// extents CoW'd are pinned) until they end, so the space they will
+	// give back is not yet Available.
+	writebacks int
 	// err is the last writeback's error while no writeback has succeeded
 	// since: a writer that would wait for the budget gets it instead of
 	// waiting on a device that fails.
@@ -486,13 +498,37 @@ func (w *wbState) reserve(n int, wait bool) error {
 		w.cond.Wait()
 		w.waiters--
 	}
-	if err := w.spaceLocked(n); err != nil {
-		w.mu.Unlock()
+	// Short of space, a waiting writer does what btrfs's space flushing
+	// and ext4's retry of an allocation do before they give up: it lets
+	// the writebacks in progress end (their pages are counted twice until
+	// then), and then commits, since space freed by transactions not yet
+	// durable — extents overwritten or unlinked, nodes CoW'd — comes back
+	// only with a commit. Only then is the device full. A writer that may
+	// not wait (it holds inode locks or a handle) is refused at once.
+	committed, waited := false, false
+	for {
+		err := w.spaceLocked(n)
+		if err == nil {
+			break
+		}
 		if !wait {
+			w.mu.Unlock()
 			return err
 		}
-		// Space freed by transactions not yet durable comes back with a
-		// commit: make one, then look again.
+		if w.writebacks > 0 {
+			if !waited {
+				waited = true
+				w.s.stats.spaceWaits.Add(1)
+			}
+			w.cond.Wait()
+			continue
+		}
+		if committed {
+			w.mu.Unlock()
+			return err
+		}
+		committed = true
+		w.mu.Unlock()
 		did, cerr := w.s.commitToUnpin()
 		if cerr != nil {
 			return cerr
@@ -501,10 +537,6 @@ func (w *wbState) reserve(n int, wait bool) error {
 			return err
 		}
 		w.mu.Lock()
-		if err := w.spaceLocked(n); err != nil {
-			w.mu.Unlock()
-			return err
-		}
 	}
 	w.pages += int64(n)
 	if w.pages > w.bg {
@@ -521,6 +553,21 @@ func (w *wbState) spaceLocked(n int) error {
 		return engine.ErrNoSpace
 	}
 	return nil
+}
+
+// beginWriteback and endWriteback bracket a writebackInode.
+func (w *wbState) beginWriteback() {
+	w.mu.Lock()
+	w.writebacks++
+	w.mu.Unlock()
+}
+
+func (w *wbState) endWriteback() {
+	w.mu.Lock()
+	w.writebacks--
+	assert.That(w.writebacks >= 0, "store: writeback ended more often than begun")
+	w.mu.Unlock()
+	w.cond.Broadcast()
 }
 
 // unreserve gives back n pages.
