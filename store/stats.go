@@ -17,6 +17,7 @@ type storeStats struct {
 	writebackErrors, extentsWritten atomic.Uint64
 	csumErrors                      atomic.Uint64
 	renameWritebacks                atomic.Uint64
+	nameItemFull                    atomic.Uint64
 }
 
 // Stats are the store's counters since mount.
@@ -36,8 +37,12 @@ type Stats struct {
 	// RenameWritebacks counts renames over an existing name that wrote
 	// back the source's buffered data first (rename.go).
 	RenameWritebacks uint64
-	DirtyBytes       int64 // buffered now
-	Inodes           int   // in memory now
+	// NameItemFull counts names refused because a list item (a hash
+	// chain's DIR_ITEM, an inode's INODE_REF in one directory) would
+	// not fit in a leaf: EOVERFLOW or EMLINK (name_room.go).
+	NameItemFull uint64
+	DirtyBytes   int64 // buffered now
+	Inodes       int   // in memory now
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
@@ -53,8 +58,8 @@ func (s *Store) Stats() Stats {
 		FsyncFallbacks:  s.stats.fallbackCounts(),
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
-		RenameWritebacks: s.stats.renameWritebacks.Load(),
-		DirtyBytes:       s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		RenameWritebacks: s.stats.renameWritebacks.Load(), NameItemFull: s.stats.nameItemFull.Load(),
+		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
 	}
 }
