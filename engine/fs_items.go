@@ -136,6 +136,12 @@ func DecodeDirEntries(b []byte) ([]DirEntry, error) {
 // DirEntrySize is the encoded size of one entry with a name of n bytes.
 func DirEntrySize(n int) int { return dirEntryHeader + n }
 
+// One entry of the longest name fits in an item at the smallest node
+// size: a new name's own INODE_REF and a fresh DIR_ITEM always fit, and
+// only lists that several names share (store/name_room.go) can fill up.
+// A compile-time check: the array length is negative otherwise.
+var _ [(NodeSizeMin-headerSize)/4 - itemHeaderSize - (dirEntryHeader + NameMax)]struct{}
+
 // File extent types.
 const (
 	ExtentInline  = 0 // the data follows the header inside the item

@@ -38,8 +38,9 @@ const (
 	StatusBadMessage   Status = 20 // EBADMSG: protocol error; the server closes
 	StatusVersion      Status = 21 // EPROTONOSUPPORT: no common protocol version
 	StatusShutdown     Status = 22 // ESHUTDOWN: the server is shutting down
+	StatusOverflow     Status = 23 // EOVERFLOW: the name's hash chain in the directory is full
 
-	statusCount = 23
+	statusCount = 24
 )
 
 var statusErrno = [statusCount]syscall.Errno{
@@ -66,13 +67,14 @@ var statusErrno = [statusCount]syscall.Errno{
 	StatusBadMessage:   syscall.EBADMSG,
 	StatusVersion:      syscall.EPROTONOSUPPORT,
 	StatusShutdown:     syscall.ESHUTDOWN,
+	StatusOverflow:     syscall.EOVERFLOW,
 }
 
 var statusNames = [statusCount]string{
 	"OK", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "ENOTEMPTY", "ENAMETOOLONG",
 	"EINVAL", "EFBIG", "ENOSPC", "EIO", "EPERM", "EMLINK", "EROFS", "ELOOP",
 	"EACCES", "ECANCELED", "ETIMEDOUT", "EBUSY", "ENOSYS", "EBADMSG",
-	"EPROTONOSUPPORT", "ESHUTDOWN",
+	"EPROTONOSUPPORT", "ESHUTDOWN", "EOVERFLOW",
 }
 
 // Known reports whether s is a status of this protocol version.

@@ -21,14 +21,15 @@ func (s *Store) stat(ino uint64) (Attr, error) {
 	defer s.itab.put(in)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.deleted {
+	if in.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
 	return in.attrLocked(), nil
 }
 
 // SetAttr changes what is set in a; the others stay. Size truncates or
-// extends a file (EISDIR for a directory).
+// extends a file (EISDIR for a directory). Atime and Mtime are clamped to
+// [TimeSecMin, TimeSecMax] (times.go).
 type SetAttr struct {
 	Mode         *uint32 // permission bits only
 	UID, GID     *uint32
@@ -70,7 +71,7 @@ func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.deleted {
+	if in.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
 	var meta uint64
@@ -105,10 +106,10 @@ func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
 		in.item.GID = *a.GID
 	}
 	if a.Atime != nil {
-		in.item.Atime = engine.Timespec{Sec: a.Atime.Unix(), Nsec: uint32(a.Atime.Nanosecond())}
+		in.item.Atime = clampTime(*a.Atime)
 	}
 	if a.Mtime != nil {
-		in.item.Mtime = engine.Timespec{Sec: a.Mtime.Unix(), Nsec: uint32(a.Mtime.Nanosecond())}
+		in.item.Mtime = clampTime(*a.Mtime)
 	}
 	in.item.Ctime = t
 	if err := s.writeItem(tr, in); err != nil {
@@ -170,7 +171,7 @@ func (s *Store) readDir(dir, cookie uint64, max int) ([]DirEntry, error) {
 	defer s.itab.put(d)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.deleted {
+	if d.deleted.Load() {
 		return nil, syscall.ENOENT
 	}
 	var out []DirEntry

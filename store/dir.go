@@ -15,23 +15,24 @@ import (
 
 // findEntry returns name's entry in dir, or ENOENT.
 func (s *Store) findEntry(dir uint64, name string) (engine.DirEntry, error) {
-	b, err := s.fs.Lookup(dirItemKey(dir, name))
-	if errors.Is(err, engine.ErrNotFound) {
-		return engine.DirEntry{}, syscall.ENOENT
-	}
+	e, _, err := s.dirItem(dir, name)
+	return e, err
+}
+
+// dirItem returns name's entry in dir (ENOENT if it has none) and the size
+// of the DIR_ITEM of name's hash, 0 if there is none: how much room the
+// hash chain has left (name_room.go).
+func (s *Store) dirItem(dir uint64, name string) (engine.DirEntry, int, error) {
+	es, size, err := s.listItem(dirItemKey(dir, name))
 	if err != nil {
-		return engine.DirEntry{}, err
-	}
-	es, err := engine.DecodeDirEntries(b)
-	if err != nil {
-		return engine.DirEntry{}, err
+		return engine.DirEntry{}, 0, err
 	}
 	for _, e := range es {
 		if string(e.Name) == name {
-			return e, nil
+			return e, size, nil
 		}
 	}
-	return engine.DirEntry{}, syscall.ENOENT
+	return engine.DirEntry{}, size, syscall.ENOENT
 }
 
 // addEntry adds name → child (of type typ) to dir in tr: dir.mu held, the
@@ -70,6 +71,7 @@ func (s *Store) removeEntry(tr *engine.Trans, dir uint64, name string, e engine.
 func (s *Store) appendEntry(tr *engine.Trans, key engine.Key, e engine.DirEntry) error {
 	old, err := s.fs.Lookup(key)
 	if errors.Is(err, engine.ErrNotFound) {
+		s.track.itemGrown(tr.ID(), key, engine.DirEntrySize(len(e.Name)), s.e.ItemDataMax())
 		return s.fs.InsertItem(tr, key, engine.EncodeDirEntries(nil, e))
 	}
 	if err != nil {
@@ -79,6 +81,7 @@ func (s *Store) appendEntry(tr *engine.Trans, key engine.Key, e engine.DirEntry)
 	if err := s.fs.ResizeItem(tr, key, n+engine.DirEntrySize(len(e.Name))); err != nil {
 		return err
 	}
+	s.track.itemGrown(tr.ID(), key, n+engine.DirEntrySize(len(e.Name)), s.e.ItemDataMax())
 	return s.fs.UpdateItem(tr, key, func(b []byte) { engine.EncodeDirEntries(b[:n], e) })
 }
 
@@ -108,6 +111,7 @@ func (s *Store) dropEntry(tr *engine.Trans, key engine.Key, name string) error {
 	if len(keep) == 0 {
 		return s.fs.DeleteItem(tr, key)
 	}
+	s.track.itemShrunk(tr.ID(), key, engine.DirEntrySize(len(name)))
 	b := engine.EncodeDirEntries(nil, keep...)
 	if err := s.fs.UpdateItem(tr, key, func(d []byte) { copy(d, b) }); err != nil {
 		return err

@@ -7,11 +7,13 @@
 // wrapping a syscall.Errno.
 //
 // Files, by concept: namespace.go and rename.go (names), dir.go (the three
-// items of a name), attr.go (stat, setattr, statfs, readdir), io.go (write,
-// read), pages.go (buffered pages), writeback.go and flusher.go (dirty data
-// to extents; the budget), extents.go and csum.go (extent and checksum
-// items), truncate.go, fsync.go (the durability decision), itable.go (inodes
-// in memory), check.go (fsck), store.go (mount and unmount), path.go.
+// items of a name), name_room.go (room for a name in its list items),
+// attr.go (stat, setattr, statfs, readdir), times.go (the timestamp range),
+// io.go (write, read), pages.go (buffered pages), writeback.go and
+// flusher.go (dirty data to extents; the budget), extents.go and csum.go
+// (extent and checksum items), truncate.go, fsync.go (the durability
+// decision), itable.go (inodes in memory), check.go (fsck), store.go (mount
+// and unmount), path.go.
 //
 // # Invariants
 //
@@ -21,9 +23,11 @@
 //     subdirectories, its size its number of entries; a file's nlink is its
 //     number of names. (Check)
 //  2. A namespace operation is one transaction handle, taken after every
-//     check that can fail: a commit holds all of it or none. A failure after
-//     its first tree change aborts the transaction (engine.Abort), so half
-//     an operation is never committed. (abortOnError)
+//     check that can fail, the room for its name in the list items it
+//     extends among them (EMLINK, EOVERFLOW; name_room.go): a commit holds
+//     all of it or none. A failure after its first tree change aborts the
+//     transaction (engine.Abort), so half an operation is never committed.
+//     (abortOnError)
 //  3. Ordered data: an extent item enters a transaction only after its data
 //     write has completed; the commit's flush precedes its superblock. The
 //     tree's size of a file covers only data written for it: writeback

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +28,9 @@ import (
 //     log transaction (logtree);
 //  5. what the log cannot express falls back to a commit, counted by
 //     reason.
+//
+// A deleted inode answers ENOENT, as stat and read do: the protocol names
+// inodes by number, and a number whose inode is gone names nothing.
 func (s *Store) Fsync(ctx context.Context, ino uint64, datasync bool) error {
 	if err := s.fsync(ctx, ino, datasync); err != nil {
 		return opErr("fsync", ino, err) // boxing ino allocates: only on failure
@@ -39,6 +43,9 @@ func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
 	// change is committed, or in a synced log — atomic loads and a
 	// lock-free map lookup.
 	if in := s.itab.peek(ino); in != nil && !in.buffered.Load() {
+		if in.deleted.Load() {
+			return syscall.ENOENT // as stat and read
+		}
 		if s.e.Committed(in.lastTrans.Load()) {
 			s.stats.fsyncCommitted.Add(1)
 			return nil
@@ -61,7 +68,7 @@ func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
 
 // fsyncSlow is fsync past the fast paths.
 func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) error {
-	in, err := s.itab.get(ino)
+	in, err := s.getLive(ino)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,9 @@ type inode struct {
 	// nextIndex is a directory's next DIR_INDEX offset.
 	nextIndex uint64
 	// deleted: the inode's last name is gone and its items are deleted.
-	deleted bool
+	// Set under mu (once, never cleared); read under mu, or without a
+	// lock by fsync's fast path.
+	deleted atomic.Bool
 
 	// buffered: the inode has buffered pages (it is in the dirty set).
 	// Set and cleared under mu; read without a lock by fsync's fast path.

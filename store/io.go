@@ -66,7 +66,7 @@ func (s *Store) writeSome(in *inode, off uint64, data []byte) error {
 	defer func() { s.wb.unreserve(reserved - used) }()
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.deleted {
+	if in.deleted.Load() {
 		return syscall.ENOENT
 	}
 	if off > in.size && in.size%blockSize != 0 && in.size/blockSize < first {
@@ -178,7 +178,7 @@ func (s *Store) read(ino, off uint64, buf []byte) (int, error) {
 		return 0, syscall.EISDIR
 	}
 	in.mu.Lock()
-	if in.deleted {
+	if in.deleted.Load() {
 		in.mu.Unlock()
 		return 0, syscall.ENOENT
 	}

@@ -489,7 +489,7 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 		}
 	}
 	defer unlock()
-	if in.deleted {
+	if in.deleted.Load() {
 		return "committed", nil // nothing of it can come back: nothing to make durable
 	}
 	tr, err := s.e.Start()

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"sync"
+
+	"ustore/engine"
 )
 
 // logTrack records what the running transaction changed that an fsync may
@@ -33,6 +35,12 @@ type logTrack struct {
 	// elsewhere must not be deleted by replay as an orphan (btrfs:
 	// last_unlink_trans, log_all_parents).
 	unlinked map[uint64][]uint64
+	// shrunk: per list item (a DIR_ITEM, an INODE_REF) that lost entries
+	// in tid and kept others, the bytes of the entries it lost
+	// (itemGrown). Only such items are here: they are hash collisions and
+	// hard links in one directory, so this stays small where unlinked
+	// grows with every unlink.
+	shrunk map[engine.Key]int
 	// stale: why tid's log can no longer be trusted to express a later
 	// fsync ("" while it can): a rename, or a name change of an inode or
 	// directory whose names are already in the log. Every later fsync of
@@ -53,6 +61,7 @@ func (t *logTrack) resetLocked(tid uint64) bool {
 		t.names = map[uint64]struct{}{}
 		t.dirsLogged = map[uint64]struct{}{}
 		t.unlinked = map[uint64][]uint64{}
+		t.shrunk = map[engine.Key]int{}
 		t.stale = ""
 	}
 	return true
@@ -109,6 +118,38 @@ func (t *logTrack) dirRangeLocked(dir uint64) *rangeSet {
 		t.dirs[dir] = rs
 	}
 	return rs
+}
+
+// itemShrunk records that list item key lost an entry of n bytes in tid
+// and kept others.
+func (t *logTrack) itemShrunk(tid uint64, key engine.Key, n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resetLocked(tid) {
+		t.shrunk[key] += n
+	}
+}
+
+// itemGrown records that list item key grew to size bytes in tid, in a
+// tree whose items hold at most max. Replay applies the log to the last
+// commit and keeps the names the log does not remove, so it may build an
+// item the running store never held: the committed item's names plus the
+// logged ones. A logged name is one the item still holds (removing it
+// after its logging made the log stale), so the item replay builds holds
+// at most the item now plus the committed names removed in tid: the bytes
+// in shrunk, and one entry more for a removal that took the item's last
+// (not counted: the item went with it). Should that bound pass max, replay
+// would fail the mount with an item too large; the log is stale instead,
+// and later fsyncs of tid commit.
+func (t *logTrack) itemGrown(tid uint64, key engine.Key, size, max int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return
+	}
+	if size+t.shrunk[key]+engine.DirEntrySize(engine.NameMax) > max && t.stale == "" {
+		t.stale = "name_item_full"
+	}
 }
 
 // renamed records a rename in tid: the log cannot express the fsyncs that

@@ -99,7 +99,7 @@ func (s *Store) getLive(ino uint64) (*inode, error) {
 		return nil, err
 	}
 	in.mu.Lock()
-	deleted := in.deleted
+	deleted := in.deleted.Load()
 	in.mu.Unlock()
 	if deleted {
 		s.itab.put(in)
@@ -179,14 +179,18 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err err
 	defer s.itab.put(d)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.deleted {
+	if d.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
-	if _, err := s.findEntry(dir, name); err == nil {
+	if _, size, err := s.dirItem(dir, name); err == nil {
 		return Attr{}, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return Attr{}, err
+	} else if err := s.roomFor(size, name, syscall.EOVERFLOW); err != nil {
+		return Attr{}, err
 	}
+	// The new inode's INODE_REF holds this one name: it always fits
+	// (engine/fs_items.go asserts it).
 	tr, err := s.startMeta(s.opMeta)
 	if err != nil {
 		return Attr{}, err
@@ -254,15 +258,23 @@ func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
 	}
 	unlock := lockAll(d, in)
 	defer unlock()
-	if d.deleted || in.deleted {
+	if d.deleted.Load() || in.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
 	if in.item.Nlink >= linkMax {
 		return Attr{}, syscall.EMLINK
 	}
-	if _, err := s.findEntry(dir, name); err == nil {
+	_, size, err := s.dirItem(dir, name)
+	if err == nil {
 		return Attr{}, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
+		return Attr{}, err
+	}
+	// As btrfs: the inode ref first (EMLINK), then the hash chain.
+	if err := s.checkRoom(refKey(ino, dir), syscall.EMLINK, name); err != nil {
+		return Attr{}, err
+	}
+	if err := s.roomFor(size, name, syscall.EOVERFLOW); err != nil {
 		return Attr{}, err
 	}
 	tr, err := s.startMeta(s.opMeta)
@@ -289,8 +301,8 @@ func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
 	return in.attrLocked(), nil
 }
 
-// linkMax bounds a file's names: nlink is a u32 on disk, and a directory's
-// name list (INODE_REF) must fit in a leaf item.
+// linkMax bounds a file's names: nlink is a u32 on disk. The names one
+// directory holds are bounded by their INODE_REF's room (name_room.go).
 const linkMax = 1 << 16
 
 // Unlink removes name, a non-directory, from dir; the inode goes with its
@@ -339,7 +351,7 @@ func (s *Store) remove(dir uint64, name string, wantDir bool) error {
 func (s *Store) findEntryLocked(d *inode, name string) (engine.DirEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.deleted {
+	if d.deleted.Load() {
 		return engine.DirEntry{}, syscall.ENOENT
 	}
 	return s.findEntry(d.ino, name)
@@ -352,7 +364,7 @@ func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *i
 	defer victim.wbMu.Unlock()
 	unlock := lockAll(d, victim)
 	defer unlock()
-	if d.deleted {
+	if d.deleted.Load() {
 		return true, syscall.ENOENT
 	}
 	cur, err := s.findEntry(d.ino, name)
@@ -422,7 +434,7 @@ func (s *Store) deleteInode(tr *engine.Trans, in *inode) error {
 	if _, err := s.fs.DeleteRange(tr, lo, hi); err != nil {
 		return err
 	}
-	in.deleted = true
+	in.deleted.Store(true)
 	in.item.Nlink = 0
 	in.lastTrans.Store(tr.ID())
 	s.dropPages(in, 0)

@@ -349,6 +349,11 @@ func posixErrCases() []posixErrCase {
 		{"read/missing", func(fx *posixFix) error { return errN(fx.s.Read(fx.noSuch, 0, make([]byte, 10))) }, ENOENT},
 		{"read/deleted file", func(fx *posixFix) error { return errN(fx.s.Read(fx.delFile, 0, make([]byte, 10))) }, ENOENT},
 		{"read/deleted dir", func(fx *posixFix) error { return errN(fx.s.Read(fx.delDir, 0, make([]byte, 10))) }, ENOENT},
+
+		// fsync: as stat and read (issue 14)
+		{"fsync/missing", func(fx *posixFix) error { return fx.s.Fsync(context.Background(), fx.noSuch, false) }, ENOENT},
+		{"fsync/deleted file", func(fx *posixFix) error { return fx.s.Fsync(context.Background(), fx.delFile, false) }, ENOENT},
+		{"fsync/deleted dir", func(fx *posixFix) error { return fx.s.Fsync(context.Background(), fx.delDir, true) }, ENOENT},
 	}
 
 	// Every name-taking operation with every bad name.

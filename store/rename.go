@@ -96,7 +96,7 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	}
 	unlock := lockAll(locks...)
 	defer unlock()
-	if sd.deleted || dd.deleted {
+	if sd.deleted.Load() || dd.deleted.Load() {
 		return true, syscall.ENOENT
 	}
 	if under != nil {
@@ -128,6 +128,9 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 				return true, syscall.ENOTEMPTY
 			}
 		}
+	}
+	if err := s.checkRenameRoom(sd, srcName, dd, dstName, src, exists); err != nil {
+		return true, err
 	}
 	tr, err := s.startMeta(s.opMeta)
 	if err != nil {
@@ -175,6 +178,28 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	}
 	src.item.Ctime = t
 	return true, s.writeItem(tr, src)
+}
+
+// checkRenameRoom checks, before the rename's first change, that the new
+// name fits in its hash chain (EOVERFLOW, as btrfs_check_dir_item_collision
+// in btrfs_rename) and in src's INODE_REF in dstDir (EMLINK), counting
+// what the rename removes from those items first: the replaced name
+// (exists), and the old name where it shares an item with the new.
+func (s *Store) checkRenameRoom(sd *inode, srcName string, dd *inode, dstName string, src *inode, exists bool) error {
+	var itemDrop, refDrop []string
+	if exists {
+		itemDrop = append(itemDrop, dstName)
+	}
+	if sd == dd {
+		refDrop = append(refDrop, srcName)
+		if nameHash(srcName) == nameHash(dstName) {
+			itemDrop = append(itemDrop, srcName)
+		}
+	}
+	if err := s.checkRoom(dirItemKey(dd.ino, dstName), syscall.EOVERFLOW, dstName, itemDrop...); err != nil {
+		return err
+	}
+	return s.checkRoom(refKey(src.ino, dd.ino), syscall.EMLINK, dstName, refDrop...)
 }
 
 // checkNotUnder returns EINVAL if directory dir is dirIno itself or lies

@@ -18,6 +18,7 @@ type storeStats struct {
 	csumErrors                      atomic.Uint64
 	renameWritebacks                atomic.Uint64
 	spaceWaits                      atomic.Uint64
+	nameItemFull                    atomic.Uint64
 }
 
 // Stats are the store's counters since mount.
@@ -40,8 +41,12 @@ type Stats struct {
 	// SpaceWaits counts writes that, short of device space, waited for
 	// the writebacks in progress to end before deciding (wbState.reserve).
 	SpaceWaits uint64
-	DirtyBytes int64 // buffered now
-	Inodes     int   // in memory now
+	// NameItemFull counts names refused because a list item (a hash
+	// chain's DIR_ITEM, an inode's INODE_REF in one directory) would
+	// not fit in a leaf: EOVERFLOW or EMLINK (name_room.go).
+	NameItemFull uint64
+	DirtyBytes   int64 // buffered now
+	Inodes       int   // in memory now
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
@@ -58,6 +63,7 @@ func (s *Store) Stats() Stats {
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
 		RenameWritebacks: s.stats.renameWritebacks.Load(), SpaceWaits: s.stats.spaceWaits.Load(),
+		NameItemFull: s.stats.nameItemFull.Load(),
 		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
 	}

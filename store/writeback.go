@@ -36,7 +36,7 @@ func (s *Store) writebackInode(in *inode) error {
 	in.wbMu.Lock()
 	defer in.wbMu.Unlock()
 	in.mu.Lock()
-	if in.deleted || len(in.pages.dirty) == 0 {
+	if in.deleted.Load() || len(in.pages.dirty) == 0 {
 		in.mu.Unlock()
 		return nil
 	}
@@ -64,7 +64,7 @@ func (s *Store) writebackInode(in *inode) error {
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if err == nil || in.deleted {
+	if err == nil || in.deleted.Load() {
 		s.releaseWritten(in, pages, blocks)
 	} else {
 		done := 0
