@@ -64,7 +64,7 @@ func (s *Store) Stats() Stats {
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
 		RenameWritebacks: s.stats.renameWritebacks.Load(), SpaceWaits: s.stats.spaceWaits.Load(),
 		NameItemFull: s.stats.nameItemFull.Load(),
-		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		DirtyBytes:   s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
 	}
 }
