@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"ustore/proto"
@@ -224,8 +225,17 @@ func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 	_, err = c.nc.Write(b)
 	c.wmu.Unlock()
 	if err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			// The server closed the connection. If it said why first
+			// (a frame with id 0: ESHUTDOWN when it stops), that frame
+			// waits in the socket ahead of the close, and the reader is
+			// about to find it: the reason is the server's, not this
+			// broken pipe. The reader ends promptly on a closed peer.
+			<-c.done
+		}
 		// A frame written in part breaks the stream: the connection ends,
-		// and cl gets its error like every call in flight.
+		// and cl gets its error like every call in flight (the first
+		// reason recorded wins).
 		c.fail(fmt.Errorf("write: %w", err))
 	}
 	return cl, nil
