@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"ustore/dev"
 )
 
 // Log trees (btrfs: tree-log.c's log_root): the engine's side of fast
@@ -235,9 +233,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	sb.Bytenr = slotOffset(sb.Seq)
 	sb.LogRoot = ref
 	sb.LogTransid = gen
-	super := dev.AlignedBuffer(superSize)
-	sb.encode(super)
-	if err := e.dev.WriteDurable(e.nodeWrites(nodes), []dev.IO{{Off: int64(sb.Bytenr), Buf: super}}); err != nil {
+	if err := e.dev.WriteDurable(e.nodeWrites(nodes), superWrites(sb)); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
 	e.sb = sb
