@@ -19,7 +19,7 @@ import (
 //  1. Root items and the free space tree, until both stop changing (updating
 //     one allocates for the other).
 //  2. Every dirty node of tid, checksummed, in large batches; flush.
-//  3. The superblock (sequence +1, slot by sequence); flush.
+//  3. The superblock (sequence +1, slot by sequence) and its mirror; flush.
 //
 // An error leaves the previous superblock the newest durable one and the
 // engine read-only.
