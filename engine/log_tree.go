@@ -181,11 +181,10 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
 // every earlier one: the log nodes not yet written (in one batch of large
 // writes), a flush, the superblock naming the log root and its mirror, a
-// flush. The caller holds a handle of tid (so tid
-// cannot commit meanwhile) and serialises syncs of one transaction (the log
-// transaction protocol does). It waits for tid-1 to be durable first: the
-// log records changes on top of tid-1, and replay applies it to the newest
-// committed state. It returns the number of nodes written.
+// flush. The caller holds a handle of tid (so tid cannot commit meanwhile)
+// and serialises syncs of one transaction (the log transaction protocol
+// does). It waits for tid-1 to be durable first: the log records changes on
+// top of tid-1, and replay applies it to the newest committed state. It returns the number of nodes written.
 func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err

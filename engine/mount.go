@@ -106,6 +106,14 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	sb := choice.sb
+	// Said before anything else can fail: a mount that fell back to an
+	// older superblock may then fail on trees the newer one freed.
+	for _, err := range choice.damage {
+		log.Warn("engine: damaged superblock copy", "err", err)
+	}
+	if choice.lost != nil {
+		log.Warn("engine: MOUNTED AN OLDER SUPERBLOCK; acknowledged state may be lost (fsck fails until a new superblock is written)", "err", choice.lost)
+	}
 	if sb.TotalBytes > uint64(d.Size()) {
 		return nil, fmt.Errorf("engine: filesystem of %d bytes on a device of %d", sb.TotalBytes, d.Size())
 	}
@@ -189,21 +197,14 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// repairSuperCopies reports what chooseSuperblock found, loudly, and
-// rewrites the twin of the mounted superblock when it is damaged or stale,
-// so that the newest state has two copies again before anything else
-// happens; the twin's slot pair is not written again until two more
-// superblocks have been. The sound copy is untouched, so a crash during the
+// repairSuperCopies rewrites the twin of the mounted superblock when it is
+// damaged or stale, so that the newest state has two copies again before
+// anything else happens: the twin's slot is not written again until two
+// more superblocks have been. The sound copy is untouched, so a crash during the
 // rewrite changes nothing. A failed rewrite is reported, not fatal: the
 // sound copy still mounts, and a read-only device can still be read.
 func (e *Engine) repairSuperCopies() {
 	ch := &e.super
-	for _, err := range ch.damage {
-		e.log.Warn("engine: damaged superblock copy", "err", err)
-	}
-	if ch.lost != nil {
-		e.log.Warn("engine: MOUNTED AN OLDER SUPERBLOCK; acknowledged state may be lost (fsck fails until a new superblock is written)", "err", ch.lost)
-	}
 	for _, off := range ch.repair {
 		c := ch.sb
 		c.Bytenr = off
