@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -452,4 +453,60 @@ func TestMount_SuperblockVersionAndBlank(t *testing.T) {
 	if !errors.Is(err, ErrCorruption) || errors.Is(err, ErrNotFormatted) {
 		t.Errorf("every copy damaged: %v, want ErrCorruption", err)
 	}
+}
+
+// FuzzSuperblock_Choose decodes four arbitrary copies (seeded with a real
+// superblock) and chooses among them: never a panic, and a chosen
+// superblock is always a sound copy's, never older than a checksummed
+// copy of a newer sequence.
+func FuzzSuperblock_Choose(f *testing.F) {
+	sb := Superblock{
+		Version: FormatVersion, Seq: 3, Generation: 3, Root: rootRef{bytenr: firstAllocatable, generation: 2},
+		TotalBytes: 16 << 20, BytesUsed: 64 << 10, NodeSize: 4096, SectorSize: SectorSize, CsumType: CsumCRC32C, NextIno: 257,
+	}
+	buf := make([]byte, superSize)
+	for _, off := range slotCopies(sb.Seq) {
+		c := sb
+		c.Bytenr = off
+		c.encode(buf)
+		f.Add(bytes.Clone(buf[:256]), uint8(0), uint16(60))
+	}
+	f.Fuzz(func(t *testing.T, head []byte, which uint8, flip uint16) {
+		var copies [4]superCopy
+		for i, off := range superCopyOffsets {
+			b := make([]byte, superSize)
+			c := sb
+			c.Seq += uint64(i / 2 * 2) // the mirrors hold a newer pair of sequences than the primaries
+			c.Bytenr = off
+			if i%2 != int(c.Seq%2) {
+				c.Seq++
+			}
+			c.encode(b)
+			if i == int(which%4) {
+				copy(b, head)
+				b[int(flip)%superSize] ^= 0x01
+			}
+			copies[i] = decodeSuperCopy(b, off)
+		}
+		ch, err := chooseSuperblock(copies)
+		if err != nil {
+			return
+		}
+		for _, c := range copies {
+			if c.state >= copyImpossible && c.sb.Seq > ch.sb.Seq {
+				t.Fatalf("chose seq %d over a checksummed copy of seq %d at %d", ch.sb.Seq, c.sb.Seq, c.off)
+			}
+		}
+		if got := decodeSuperCopy(encoded(ch.sb, ch.from), ch.from); got.state != copySound {
+			t.Fatalf("chose a superblock that is not sound: %v", got.err)
+		}
+	})
+}
+
+// encoded is sb encoded as the copy at off.
+func encoded(sb Superblock, off uint64) []byte {
+	b := make([]byte, superSize)
+	sb.Bytenr = off
+	sb.encode(b)
+	return b
 }
