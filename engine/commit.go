@@ -19,7 +19,7 @@ import (
 //  1. Root items and the free space tree, until both stop changing (updating
 //     one allocates for the other).
 //  2. Every dirty node of tid, checksummed, in large batches; flush.
-//  3. The superblock (sequence +1, slot by sequence); flush.
+//  3. The superblock (sequence +1, slot by sequence) and its mirror; flush.
 //
 // An error leaves the previous superblock the newest durable one and the
 // engine read-only.
@@ -80,8 +80,6 @@ func (e *Engine) commit(ctx context.Context, tid uint64) error {
 	sb.BytesUsed = uint64(used)
 	// tid's log, if any, is unnecessary once this superblock is durable.
 	sb.LogRoot, sb.LogTransid = rootRef{}, 0
-	super := dev.AlignedBuffer(superSize)
-	sb.encode(super)
 	tWrite := time.Now()
 	// Three steps, not one WriteDurable of two stages, so that each phase
 	// is timed and traced on its own; the device sees the same sequence:
@@ -98,7 +96,7 @@ func (e *Engine) commit(ctx context.Context, tid uint64) error {
 	}
 	if err == nil {
 		phase.begin("super")
-		err = e.dev.WriteDurable([]dev.IO{{Off: int64(sb.Bytenr), Buf: super}})
+		err = e.dev.WriteDurable(superWrites(sb))
 	}
 	phase.end()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -330,35 +331,46 @@ func (h *ddHarness) search(a ddArgs) string {
 
 // crash cuts the power at a point of the device's history, keeping the
 // unflushed writes that keep says — none, all, or torn: all, but the
-// newest loses its first dev.TornSize piece — and mounts what is left.
-// The engine that ran is closed afterwards; its final commit goes to the
-// abandoned device. The points, in the last commit (which writes its
-// nodes, flushes, writes the superblock, flushes):
+// newest loses its first dev.TornSize piece — and mounts what is left. The engine that ran is closed afterwards; its final
+// commit goes to the abandoned device. The points, in the last commit (which
+// writes its nodes, flushes, writes both copies of the superblock — the
+// primary, then the mirror — and flushes):
 //
 //	now                  after the last operation (the default)
 //	nodes-written        after the last node write, before the first flush
-//	nodes-flushed        after that flush, before the superblock write
-//	super-written        after the superblock write, before its flush
+//	nodes-flushed        after that flush, before the superblock writes
+//	super-written        after both superblock writes, before their flush
 func (h *ddHarness) crash(a ddArgs) string {
 	seq := h.d.Seq()
 	if at := a.strOr("at", "now"); at != "now" {
-		back := map[string]int{"nodes-written": 2, "nodes-flushed": 1, "super-written": 0}
-		n, ok := back[at]
-		if !ok {
-			a.fail("crash: unknown point %q", at)
-		}
 		ops := h.d.Ops()
-		super := -1
+		isSuper := func(op memdev.Op) bool {
+			return op.Kind == memdev.OpWrite && slices.Contains(superCopyOffsets[:], uint64(op.Off))
+		}
+		last := -1 // the last superblock copy write
 		for i := len(ops) - 1; i >= 0; i-- {
-			if ops[i].Kind == memdev.OpWrite && (ops[i].Off == superSlot0 || ops[i].Off == superSlot1) {
-				super = i
+			if isSuper(ops[i]) {
+				last = i
 				break
 			}
 		}
-		if super < 2 || ops[super-1].Kind != memdev.OpFlush || ops[super-2].Kind != memdev.OpWrite {
+		first := last // the first copy write of the same stage
+		for first > 0 && isSuper(ops[first-1]) {
+			first--
+		}
+		if last < 0 || first < 2 || ops[first-1].Kind != memdev.OpFlush || ops[first-2].Kind != memdev.OpWrite {
 			return "error: no commit in the device's history"
 		}
-		seq = ops[super-n].Seq
+		switch at {
+		case "super-written":
+			seq = ops[last].Seq
+		case "nodes-flushed":
+			seq = ops[first-1].Seq
+		case "nodes-written":
+			seq = ops[first-2].Seq
+		default:
+			a.fail("crash: unknown point %q", at)
+		}
 	}
 	unflushed := h.d.UnflushedAt(seq)
 	var policy memdev.CrashPolicy
@@ -409,10 +421,15 @@ func (h *ddHarness) crash(a ddArgs) string {
 // checks the shape of every tree only.
 func (h *ddHarness) fsck() string {
 	if h.tr == nil {
-		if err := Check(h.e).Err(); err != nil {
-			return "problems:\n" + err.Error()
+		r := Check(h.e)
+		var b strings.Builder
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "warning: %v\n", w)
 		}
-		return "clean"
+		if err := r.Err(); err != nil {
+			return b.String() + "problems:\n" + err.Error()
+		}
+		return b.String() + "clean"
 	}
 	rep := &CheckReport{}
 	refs := map[uint64]uint64{}

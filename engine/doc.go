@@ -10,7 +10,7 @@
 // path), cow.go, split.go, balance.go (the three ways a search changes the
 // tree), items.go (insert, batch insert, delete, update, resize, iterate),
 // alloc.go, extent_set.go, free_space_tree.go (space), commit.go, mount.go,
-// superblock.go, fsck.go.
+// superblock.go, superblock_choice.go, fsck.go.
 //
 // # Searching and locking
 //
@@ -41,7 +41,10 @@
 // have ended, which is when its commit starts and the next transaction may
 // run beside it. The commit updates the root items and the free space tree
 // (until neither changes), writes every dirty node in one batch, flushes,
-// writes the superblock to the slot of its sequence number, and flushes.
+// writes the superblock to both copies of the slot of its sequence number
+// (the primary and its mirror, one batch), and flushes. A log sync ends the
+// same way. Mount reads all four copies and takes the newest sound one
+// (superblock_choice.go holds the decision table).
 //
 // # Invariants
 //
@@ -67,4 +70,9 @@
 //  8. Every node read from the device is checked — checksum, fsid, bytenr,
 //     owner, level, generation, shape — before use; a mismatch is
 //     ErrCorruption, never a panic. (readNode, verify, checkShape; fuzzed)
+//  9. A superblock is acknowledged only once both copies of its slot are
+//     durable, and mount never takes a superblock older than a checksummed
+//     copy of a newer one: a newer copy with impossible fields is refused,
+//     and a fallback that may pass an acknowledged superblock is a WARN and
+//     an fsck problem. (superWrites, chooseSuperblock; superblock_test.go)
 package engine

@@ -51,8 +51,9 @@ type Engine struct {
 	dirty   map[uint64]map[uint64]*ExtentBuffer // transid → bytenr → node
 
 	commitMu  sync.Mutex
-	sb        Superblock // the newest durable superblock
-	usedBytes uint64     // allocated bytes as of sb
+	sb        Superblock  // the newest durable superblock
+	super     superChoice // how mount chose its superblock; set once, read by fsck
+	usedBytes uint64      // allocated bytes as of sb
 
 	// logMu guards logs; logRootMu serialises making a log tree's root.
 	logMu     sync.Mutex

@@ -19,6 +19,11 @@ var (
 	// fsync falls back to a commit.
 	ErrLogFull  = errors.New("engine: log full")
 	ErrReadOnly = errors.New("engine: read-only after a failed commit or log sync")
-	// ErrNotFormatted: no valid superblock.
+	// ErrNotFormatted: no superblock copy carries the magic; the device
+	// holds no ustore filesystem. (Copies that carry it but are all damaged
+	// are ErrCorruption.)
 	ErrNotFormatted = errors.New("engine: no valid ustore superblock")
+	// ErrFormatVersion: the newest superblock is of another format version
+	// (or has incompat flags this build does not know).
+	ErrFormatVersion = errors.New("engine: unsupported format version")
 )

@@ -5,29 +5,41 @@ import (
 	"hash/crc32"
 )
 
-// On-disk format version 1. docs/FORMAT.md draws every layout; the offsets
-// here are its source of truth.
+// On-disk format version 2 (version 1 had no superblock mirrors). docs/FORMAT.md
+// draws every layout; the offsets here are its source of truth.
 
 const (
-	FormatVersion = 1
+	FormatVersion = 2
 	// SectorSize is the unit of allocation for data; nodes are NodeSize.
 	SectorSize = 4096
 	// NodeSizeDefault, NodeSizeMin, NodeSizeMax: chosen at mkfs.
 	NodeSizeDefault = 16 << 10
 	NodeSizeMin     = 4 << 10
 	NodeSizeMax     = 64 << 10
-	// CsumCRC32C is the only checksum type of version 1.
+	// CsumCRC32C is the only checksum type.
 	CsumCRC32C = 1
 )
 
-// Superblock slots: two copies, written alternately by sequence number.
+// Superblock slots: a pair written alternately by sequence number, and a
+// mirror of each slot superMirrorDistance further on, written in the same
+// batch as its primary. The primaries lie in [0, 512 KiB) and the mirrors in
+// [512 KiB, 1 MiB), so each half holds one copy of the newest and one of the
+// previous superblock: one bad sector, or one lost chunk of up to 512 KiB of
+// a striped device, leaves a sound copy of both (docs/design/engine.md §8).
 const (
-	superSlot0 = 64 << 10
-	superSlot1 = 128 << 10
-	superSize  = 4096
+	superSlot0          = 64 << 10
+	superSlot1          = 128 << 10
+	superMirrorDistance = 512 << 10
+	superSize           = 4096
 	// firstAllocatable: nothing below it (superblocks and the gap around
 	// them) is ever allocated.
 	firstAllocatable = 1 << 20
+)
+
+// The mirrors lie in their own half of the reserved first MiB.
+var (
+	_ [superMirrorDistance - (superSlot1 + superSize)]struct{}
+	_ [firstAllocatable - (superSlot1 + superMirrorDistance + superSize)]struct{}
 )
 
 var superMagic = [8]byte{'_', 'U', 'S', 'T', 'O', 'R', 'E', '1'}

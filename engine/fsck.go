@@ -8,12 +8,17 @@ import (
 
 // CheckReport is what Check found.
 type CheckReport struct {
-	Trees       int
-	Nodes       int
-	Items       int
-	UsedBytes   uint64 // referenced by tree nodes (and data, later)
-	FreeBytes   uint64 // free in the free space tree
-	Problems    []error
+	Trees     int
+	Nodes     int
+	Items     int
+	UsedBytes uint64 // referenced by tree nodes (and data, later)
+	FreeBytes uint64 // free in the free space tree
+	Problems  []error
+	// Warnings: damage that lost nothing — a superblock copy that is
+	// damaged or stale while the newest superblock has a sound copy (mount
+	// rewrote the newest one's twin; the next superblock write replaces an
+	// older one). They do not make Err non-nil.
+	Warnings    []error
 	problemsCut int
 }
 
@@ -48,6 +53,7 @@ func (r *CheckReport) Err() error {
 // run it on every engine they open.
 func Check(e *Engine) *CheckReport {
 	r := &CheckReport{}
+	e.checkSuperCopies(r)
 	refs := map[uint64]uint64{} // bytenr → owner
 	e.treesMu.RLock()
 	ids := make([]uint64, 0, len(e.trees))
@@ -114,6 +120,20 @@ func Check(e *Engine) *CheckReport {
 		r.add("space: the allocator has %d bytes free, the free space tree %d", got, r.FreeBytes)
 	}
 	return r
+}
+
+// checkSuperCopies reports what mount found in the superblock copies: a
+// possible rollback past an acknowledged superblock is a problem, a damaged
+// copy beside a sound one a warning.
+func (e *Engine) checkSuperCopies(r *CheckReport) {
+	ch := &e.super
+	r.Warnings = append(r.Warnings, ch.damage...)
+	for _, off := range ch.repaired {
+		r.Warnings = append(r.Warnings, fmt.Errorf("superblock copy at %d: rewritten from its twin at %d", off, ch.from))
+	}
+	if ch.lost != nil {
+		r.add("%v", ch.lost)
+	}
 }
 
 // checkNode checks the subtree at eb, whose keys must lie in [lo, hi) (hi

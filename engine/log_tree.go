@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"ustore/dev"
 )
 
 // Log trees (btrfs: tree-log.c's log_root): the engine's side of fast
@@ -182,12 +180,11 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
 // every earlier one: the log nodes not yet written (in one batch of large
-// writes), a flush, the superblock naming the log root, a flush — two
-// linked submissions on the ring. The caller holds a handle of tid (so tid
-// cannot commit meanwhile) and serialises syncs of one transaction (the log
-// transaction protocol does). It waits for tid-1 to be durable first: the
-// log records changes on top of tid-1, and replay applies it to the newest
-// committed state. It returns the number of nodes written.
+// writes), a flush, the superblock naming the log root and its mirror, a
+// flush. The caller holds a handle of tid (so tid cannot commit meanwhile)
+// and serialises syncs of one transaction (the log transaction protocol
+// does). It waits for tid-1 to be durable first: the log records changes on
+// top of tid-1, and replay applies it to the newest committed state. It returns the number of nodes written.
 func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err
@@ -235,9 +232,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	sb.Bytenr = slotOffset(sb.Seq)
 	sb.LogRoot = ref
 	sb.LogTransid = gen
-	super := dev.AlignedBuffer(superSize)
-	sb.encode(super)
-	if err := e.dev.WriteDurable(e.nodeWrites(nodes), []dev.IO{{Off: int64(sb.Bytenr), Buf: super}}); err != nil {
+	if err := e.dev.WriteDurable(e.nodeWrites(nodes), superWrites(sb)); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
 	e.sb = sb

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -65,13 +64,12 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 		BytesUsed: uint64(len(ids) * ns), NodeSize: uint32(ns), SectorSize: SectorSize,
 		CsumType: CsumCRC32C, NextIno: 257,
 	}
-	super := dev.AlignedBuffer(superSize)
-	sb.encode(super)
-	// The other slot is zeroed first: a superblock left by an earlier
-	// format must never be mounted.
-	zero := dev.AlignedBuffer(superSize)
-	ios = append(ios, dev.IO{Off: int64(slotOffset(0)), Buf: zero})
-	return d.WriteDurable(ios, []dev.IO{{Off: int64(sb.Bytenr), Buf: super}})
+	// Both copies of the other slot are zeroed first: a superblock left by
+	// an earlier format must never be mounted.
+	for _, off := range slotCopies(0) {
+		ios = append(ios, dev.IO{Off: int64(off), Buf: dev.AlignedBuffer(superSize)})
+	}
+	return d.WriteDurable(ios, superWrites(sb))
 }
 
 // leafAppend appends an item to a leaf being built by hand (mkfs).
@@ -96,32 +94,6 @@ func decodeRootItem(b []byte) (rootRef, error) {
 	return r, nil
 }
 
-// readSuperblock returns the valid slot with the highest sequence.
-func readSuperblock(d dev.Device) (Superblock, error) {
-	var best Superblock
-	var errs []error
-	found := false
-	for _, slot := range []uint64{superSlot0, superSlot1} {
-		buf := dev.AlignedBuffer(superSize)
-		if err := d.Read([]dev.IO{{Off: int64(slot), Buf: buf}}); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		sb, err := decodeSuperblock(buf, slot)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !found || sb.Seq > best.Seq {
-			best, found = sb, true
-		}
-	}
-	if !found {
-		return best, fmt.Errorf("%w: %w", ErrNotFormatted, errors.Join(errs...))
-	}
-	return best, nil
-}
-
 // Mount opens the filesystem on d at its newest valid superblock.
 func Mount(d dev.Device, opts Options) (*Engine, error) {
 	start := time.Now()
@@ -129,9 +101,18 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	sb, err := readSuperblock(d)
+	choice, err := chooseSuperblock(readSuperCopies(d))
 	if err != nil {
 		return nil, err
+	}
+	sb := choice.sb
+	// Said before anything else can fail: a mount that fell back to an
+	// older superblock may then fail on trees the newer one freed.
+	for _, err := range choice.damage {
+		log.Warn("engine: damaged superblock copy", "err", err)
+	}
+	if choice.lost != nil {
+		log.Warn("engine: MOUNTED AN OLDER SUPERBLOCK; acknowledged state may be lost (fsck fails until a new superblock is written)", "err", choice.lost)
 	}
 	if sb.TotalBytes > uint64(d.Size()) {
 		return nil, fmt.Errorf("engine: filesystem of %d bytes on a device of %d", sb.TotalBytes, d.Size())
@@ -144,7 +125,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
-		logs: map[uint64]*logState{},
+		logs: map[uint64]*logState{}, super: choice,
 	}
 	e.logTree = newTree(e, LogTreeID)
 	rootTree := newTree(e, RootTreeID)
@@ -198,6 +179,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	if err := e.loadFreeSpace(); err != nil {
 		return nil, fmt.Errorf("engine: mount: free space: %w", err)
 	}
+	e.repairSuperCopies()
 	e.j, err = journal.Open(journal.Options{
 		CommitInterval:  opts.CommitInterval,
 		DirtyBytesMax:   opts.DirtyBytesMax,
@@ -210,9 +192,32 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("engine: mounted", "generation", sb.Generation, "seq", sb.Seq, "node_size", sb.NodeSize,
+	log.Info("engine: mounted", "generation", sb.Generation, "seq", sb.Seq, "superblock", choice.from, "node_size", sb.NodeSize,
 		"bytes", sb.TotalBytes, "used", sb.BytesUsed, "took", time.Since(start))
 	return e, nil
+}
+
+// repairSuperCopies rewrites the twin of the mounted superblock when it is
+// damaged or stale, so that the newest state has two copies again before
+// anything else happens: the twin's slot is not written again until two
+// more superblocks have been. The sound copy is untouched, so a crash during the
+// rewrite changes nothing. A failed rewrite is reported, not fatal: the
+// sound copy still mounts, and a read-only device can still be read.
+func (e *Engine) repairSuperCopies() {
+	ch := &e.super
+	for _, off := range ch.repair {
+		c := ch.sb
+		c.Bytenr = off
+		buf := dev.AlignedBuffer(superSize)
+		c.encode(buf)
+		if err := e.dev.WriteDurable([]dev.IO{{Off: int64(off), Buf: buf}}); err != nil {
+			e.log.Warn("engine: rewriting a damaged superblock copy failed; the newest superblock has one copy", "copy", off, "err", err)
+			ch.damage = append(ch.damage, fmt.Errorf("superblock copy at %d: rewrite failed: %w", off, err))
+			continue
+		}
+		e.log.Warn("engine: rewrote the damaged superblock copy from its twin", "copy", off, "seq", c.Seq, "twin", ch.from)
+		ch.repaired = append(ch.repaired, off)
+	}
 }
 
 // loadFreeSpace rebuilds the allocator's free extents from the free space

@@ -3,15 +3,20 @@ package engine
 import (
 	"bytes"
 	"fmt"
+
+	"ustore/dev"
 )
 
-// Superblock is the entry point of the on-disk state. Two copies live at
-// superSlot0 and superSlot1; each commit (and, later, each log sync) writes
-// sequence Seq+1 to slot Seq+1 mod 2, so a torn superblock write leaves the
-// other slot — the previous durable state — intact. Layout: docs/FORMAT.md.
+// Superblock is the entry point of the on-disk state. It lives in a pair
+// of slots, superSlot0 and superSlot1, each with a mirror: each commit and
+// each log sync writes sequence Seq+1 to both copies of slot Seq+1 mod 2,
+// so a torn superblock write leaves the other slot — the previous durable
+// state — intact, and one damaged copy of the newest leaves its twin.
+// Mount chooses among the four copies (superblock_choice.go). Layout:
+// docs/FORMAT.md.
 type Superblock struct {
 	Fsid       [16]byte
-	Bytenr     uint64 // the slot this copy lives in
+	Bytenr     uint64 // the copy this one lives in (in memory: its primary slot)
 	Version    uint32
 	Incompat   uint32
 	Seq        uint64
@@ -86,15 +91,79 @@ func (sb *Superblock) encode(b []byte) {
 	le.PutUint32(b[sbCsum:], crc32c(b[sbFsid:superSize]))
 }
 
-// decodeSuperblock validates and decodes one slot.
-func decodeSuperblock(b []byte, slot uint64) (Superblock, error) {
-	var sb Superblock
-	if !bytes.Equal(b[sbMagic:sbMagic+8], superMagic[:]) {
-		return sb, fmt.Errorf("%w: superblock at %d: bad magic", ErrNotFormatted, slot)
+// superCopyState classifies one superblock copy as read from the device.
+type superCopyState uint8
+
+const (
+	// copyBlank: all zeros, never written (mkfs zeroes the pair that
+	// sequence 1 does not use).
+	copyBlank superCopyState = iota
+	// copyDamaged: a read error, no magic, or a checksum mismatch — what bit
+	// rot or a write torn by a power cut leaves.
+	copyDamaged
+	// copyImpossible: a valid checksum over fields no superblock write
+	// produces (node size 0, root level 200, a bytenr naming another
+	// slot). No crash yields this: it is corruption, never "absent".
+	copyImpossible
+	// copyVersion: a valid checksum and another format version or unknown
+	// incompat flags.
+	copyVersion
+	// copySound: a valid checksum and sane fields.
+	copySound
+)
+
+// superCopy is one of the four copies: where it lives, what it is, and
+// (for the checksummed states) what it says.
+type superCopy struct {
+	off   uint64
+	state superCopyState
+	sb    Superblock // decoded when the checksum is valid
+	err   error      // why the copy is not sound
+	magic bool       // the copy carries the superblock magic
+}
+
+// superCopyOffsets lists the four copies: the two primaries, then their
+// mirrors. Copy i belongs to slot pair i mod 2.
+var superCopyOffsets = [4]uint64{superSlot0, superSlot1, superSlot0 + superMirrorDistance, superSlot1 + superMirrorDistance}
+
+// slotCopies returns the two copies a superblock of sequence seq goes to:
+// its primary slot and that slot's mirror.
+func slotCopies(seq uint64) [2]uint64 {
+	p := slotOffset(seq)
+	return [2]uint64{p, p + superMirrorDistance}
+}
+
+// superWrites encodes sb once per copy of its slot pair (each copy names
+// its own bytenr, so a misdirected write is caught). Both go out in one
+// batch before one flush: the mirror costs no extra device round trip.
+func superWrites(sb Superblock) []dev.IO {
+	var ios []dev.IO
+	for _, off := range slotCopies(sb.Seq) {
+		c := sb
+		c.Bytenr = off
+		buf := dev.AlignedBuffer(superSize)
+		c.encode(buf)
+		ios = append(ios, dev.IO{Off: int64(off), Buf: buf})
+	}
+	return ios
+}
+
+// decodeSuperCopy decodes and classifies the copy b read at off.
+func decodeSuperCopy(b []byte, off uint64) superCopy {
+	c := superCopy{off: off, magic: bytes.Equal(b[sbMagic:sbMagic+8], superMagic[:])}
+	switch {
+	case !c.magic && isZero(b[:superSize]):
+		c.state, c.err = copyBlank, fmt.Errorf("superblock copy at %d is blank", off)
+		return c
+	case !c.magic:
+		c.state, c.err = copyDamaged, fmt.Errorf("%w: superblock copy at %d: bad magic", ErrCorruption, off)
+		return c
 	}
 	if got, want := crc32c(b[sbFsid:superSize]), le.Uint32(b[sbCsum:]); got != want {
-		return sb, fmt.Errorf("%w: superblock at %d: checksum %#x, stored %#x", ErrCorruption, slot, got, want)
+		c.state, c.err = copyDamaged, fmt.Errorf("%w: superblock copy at %d: checksum %#x, stored %#x", ErrCorruption, off, got, want)
+		return c
 	}
+	sb := &c.sb
 	copy(sb.Fsid[:], b[sbFsid:])
 	sb.Bytenr = le.Uint64(b[sbBytenr:])
 	sb.Version = le.Uint32(b[sbVersion:])
@@ -110,17 +179,57 @@ func decodeSuperblock(b []byte, slot uint64) (Superblock, error) {
 	sb.SectorSize = le.Uint32(b[sbSectorSize:])
 	sb.CsumType = le.Uint16(b[sbCsumType:])
 	sb.NextIno = le.Uint64(b[sbNextIno:])
-	switch {
-	case sb.Bytenr != slot:
-		return sb, fmt.Errorf("%w: superblock at %d says it lives at %d", ErrCorruption, slot, sb.Bytenr)
-	case sb.Version != FormatVersion:
-		return sb, fmt.Errorf("engine: superblock at %d: format version %d, this build reads %d", slot, sb.Version, FormatVersion)
-	case sb.NodeSize < NodeSizeMin || sb.NodeSize > NodeSizeMax || sb.NodeSize&(sb.NodeSize-1) != 0:
-		return sb, fmt.Errorf("%w: superblock at %d: node size %d", ErrCorruption, slot, sb.NodeSize)
-	case sb.SectorSize != SectorSize || sb.CsumType != CsumCRC32C:
-		return sb, fmt.Errorf("%w: superblock at %d: sector size %d, checksum type %d", ErrCorruption, slot, sb.SectorSize, sb.CsumType)
-	case sb.Root.level > maxLevel:
-		return sb, fmt.Errorf("%w: superblock at %d: root level %d", ErrCorruption, slot, sb.Root.level)
+	if sb.Version != FormatVersion || sb.Incompat != 0 {
+		c.state = copyVersion
+		c.err = fmt.Errorf("%w: superblock copy at %d: format version %d (incompat flags %#x); this build reads version %d: "+
+			"the image was made by another ustore release", ErrFormatVersion, off, sb.Version, sb.Incompat, FormatVersion)
+		return c
 	}
-	return sb, nil
+	if err := sb.check(off); err != nil {
+		c.state, c.err = copyImpossible, fmt.Errorf("%w: superblock copy at %d (seq %d) has a valid checksum but %v", ErrCorruption, off, sb.Seq, err)
+		return c
+	}
+	c.state = copySound
+	return c
+}
+
+// check reports a field of a checksummed superblock at off that no
+// superblock write produces.
+func (sb *Superblock) check(off uint64) error {
+	ns := uint64(sb.NodeSize)
+	nodeOK := func(r rootRef) bool {
+		return r.bytenr >= firstAllocatable && r.bytenr%SectorSize == 0 && r.bytenr+ns <= sb.TotalBytes && r.level <= maxLevel
+	}
+	switch {
+	case sb.Bytenr != off:
+		return fmt.Errorf("says it lives at %d", sb.Bytenr)
+	case sb.Seq == 0 || slotOffset(sb.Seq) != off && slotOffset(sb.Seq)+superMirrorDistance != off:
+		return fmt.Errorf("sequence %d belongs to the other slot", sb.Seq)
+	case ns < NodeSizeMin || ns > NodeSizeMax || ns&(ns-1) != 0:
+		return fmt.Errorf("node size %d", sb.NodeSize)
+	case sb.SectorSize != SectorSize || sb.CsumType != CsumCRC32C:
+		return fmt.Errorf("sector size %d, checksum type %d", sb.SectorSize, sb.CsumType)
+	case sb.TotalBytes%ns != 0 || sb.TotalBytes < firstAllocatable+64*ns || sb.BytesUsed > sb.TotalBytes:
+		return fmt.Errorf("%d bytes total, %d used", sb.TotalBytes, sb.BytesUsed)
+	case sb.Generation == 0 || sb.Root.generation == 0 || sb.Root.generation > sb.Generation:
+		return fmt.Errorf("generation %d, root generation %d", sb.Generation, sb.Root.generation)
+	case !nodeOK(sb.Root):
+		return fmt.Errorf("root tree root at %d, level %d", sb.Root.bytenr, sb.Root.level)
+	case (sb.LogRoot.bytenr == 0) != (sb.LogTransid == 0):
+		return fmt.Errorf("log root at %d with log generation %#x", sb.LogRoot.bytenr, sb.LogTransid)
+	case sb.LogRoot.bytenr != 0 && (!nodeOK(sb.LogRoot) || LogTransaction(sb.LogTransid) != sb.Generation+1):
+		// A log sync logs transaction Generation+1 (SyncLog).
+		return fmt.Errorf("log root at %d, level %d, log generation %#x on generation %d",
+			sb.LogRoot.bytenr, sb.LogRoot.level, sb.LogTransid, sb.Generation)
+	}
+	return nil
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -31,9 +31,14 @@ item and inode back-reference, link counts and directory sizes match the
 names, and extents add up to each file's byte count. If the newest
 superblock names an fsync log (the server stopped without unmounting), fsck
 replays it first, as mount does (e2fsck replays its journal too), and says
-so; otherwise it changes nothing. It exits 0 when the filesystem is clean and 1 when it found problems, which
-it prints. A device a running 'ustore serve' holds is refused: stop the
-server first.`,
+so; otherwise it changes nothing but a damaged copy of the newest
+superblock, which it rewrites from its sound twin, as mount does. Every
+damaged superblock copy is reported. It exits 0 when the filesystem is clean
+(a damaged superblock copy beside a sound one loses nothing) and 1 when it
+found problems, which it prints — among them a mount that had to fall back
+to an older superblock because neither copy of the newer one is readable,
+which may have lost acknowledged state. A device a running 'ustore serve'
+holds is refused: stop the server first.`,
 		Args: maxOneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := deviceArg(args)
@@ -77,6 +82,9 @@ server first.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s: %d trees, %d nodes, %d items; %d bytes referenced, %d free\n",
 				path, rep.Trees, rep.Nodes, rep.Items, rep.UsedBytes, rep.FreeBytes)
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(out, "warning: %v\n", w)
+			}
 			if err := cerr; err != nil {
 				fmt.Fprintf(out, "problems:\n%v\n", err)
 				return errFsck
