@@ -34,6 +34,9 @@ type Options struct {
 	// CommittedLocked: see journal.Options — fsync's Committed check takes
 	// the journal's state lock. An ablation for benchmarks only.
 	CommittedLocked bool
+	// ReadOnly mounts for reading only: every change fails with EROFS and
+	// nothing is written to the device (read_only.go).
+	ReadOnly bool
 }
 
 func (o Options) withDefaults() (Options, error) {
