@@ -10,7 +10,7 @@
 // path), cow.go, split.go, balance.go (the three ways a search changes the
 // tree), items.go (insert, batch insert, delete, update, resize, iterate),
 // alloc.go, extent_set.go, free_space_tree.go (space), commit.go, mount.go,
-// superblock.go, fsck.go.
+// superblock.go, fsck.go, read_only.go (the degraded mount).
 //
 // # Searching and locking
 //
@@ -67,4 +67,8 @@
 //  8. Every node read from the device is checked — checksum, fsid, bytenr,
 //     owner, level, generation, shape — before use; a mismatch is
 //     ErrCorruption, never a panic. (readNode, verify, checkShape; fuzzed)
+//  9. A read-only mount never writes: it loads no free space, Start and
+//     StartReserved refuse with ErrMountedReadOnly, so no transaction runs
+//     and the journal, which commits only a transaction that ran, never
+//     writes a node or a superblock. (checkWritable; TestEngine_Mount_ReadOnly)
 package engine

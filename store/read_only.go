@@ -19,10 +19,13 @@ import (
 // fails with EIO, that request only.
 //
 // An fsync log the superblock names is not replayed: replaying writes
-// (btrfs refuses a log replay on a read-only device too, and mount -o
-// nologreplay drops the log, which would hide acknowledged fsyncs). Open
-// refuses with ErrLogReplayNeeded; the operator runs `ustore fsck` (which
-// replays the log) or `ustore serve` read-write once, then retries.
+// (btrfs refuses a log replay on a read-only device too). Open refuses with
+// ErrLogReplayNeeded; the operator runs `ustore fsck` (which replays the
+// log) or `ustore serve` read-write once, then retries. Where the replay
+// itself fails on the damaged tree, SkipLogReplay (btrfs: mount -o
+// nologreplay) serves the last commit without the log, said in a warning
+// that names the log: fsyncs acknowledged after that commit are missing,
+// and the operator chose that knowingly.
 
 // writable is the guard at the top of every change.
 func (s *Store) writable() error {
@@ -33,11 +36,19 @@ func (s *Store) writable() error {
 }
 
 // checkNoPendingLog refuses a read-only mount whose superblock names an
-// fsync log.
-func checkNoPendingLog(e *engine.Engine) error {
-	if gen, ok := e.PendingLog(); ok {
-		return fmt.Errorf("%w (log generation %d): a read-only mount never writes; "+
-			"run 'ustore fsck' (it replays the log) or serve the device read-write once, then retry", ErrLogReplayNeeded, gen)
+// fsync log, unless opts.SkipLogReplay.
+func checkNoPendingLog(e *engine.Engine, opts Options) error {
+	gen, ok := e.PendingLog()
+	switch {
+	case !ok:
+		return nil
+	case opts.SkipLogReplay:
+		opts.Logger.Warn("read-only mount WITHOUT the fsync log: files fsynced after the last commit are served as of that commit",
+			"log_generation", gen, "commit_generation", e.CommittedGeneration())
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w (log generation %d): a read-only mount never writes; "+
+		"run 'ustore fsck' (it replays the log) or serve the device read-write once, then retry "+
+		"(if the replay fails on the damaged tree, skipping the log serves the last commit without the fsyncs it holds)",
+		ErrLogReplayNeeded, gen)
 }

@@ -215,8 +215,9 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 
 // TestStore_OpenReadOnly_PendingLog: a read-only open of a device whose
 // superblock names an fsync log refuses with ErrLogReplayNeeded, writing
-// nothing; once a read-write mount has replayed it, the read-only open
-// serves the fsynced data.
+// nothing; with SkipLogReplay it serves the last commit (without the
+// logged file), writing nothing; once a read-write mount has replayed the
+// log, the read-only open serves the fsynced data.
 func TestStore_OpenReadOnly_PendingLog(t *testing.T) {
 	d := newTestDevice(t, 32<<20)
 	s := openTest(t, d, crashOptions())
@@ -233,6 +234,20 @@ func TestStore_OpenReadOnly_PendingLog(t *testing.T) {
 	}
 	if imageHash(t, c) != before {
 		t.Fatal("the refused read-only open changed the device")
+	}
+	// Skipping the log serves the last commit, which has no f.
+	if _, err := Open(c, Options{Logger: testLogger, SkipLogReplay: true}); err == nil {
+		t.Fatal("SkipLogReplay on a read-write open accepted")
+	}
+	s = openTest(t, c, Options{ReadOnly: true, SkipLogReplay: true})
+	if _, err := s.Lookup(RootIno, "f"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("lookup of the logged file without the log: %v", err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if imageHash(t, c) != before {
+		t.Fatal("the read-only open without the log changed the device")
 	}
 	s = openTest(t, c, Options{})
 	if !s.Replay().Applied {

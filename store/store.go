@@ -103,7 +103,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.tlog = logtree.New(e)
 	s.tlog.InsertSearch = opts.LogInsertSearch
 	if opts.ReadOnly {
-		if err := checkNoPendingLog(e); err != nil {
+		if err := checkNoPendingLog(e, opts); err != nil {
 			e.Close(context.Background())
 			return nil, err
 		}
