@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"ustore/dev"
@@ -68,6 +69,9 @@ func TestEngine_Mount_ReadOnly(t *testing.T) {
 	}
 	if _, err := e.StartReserved(1 << 20); !errors.Is(err, ErrMountedReadOnly) {
 		t.Fatalf("StartReserved: %v", err)
+	}
+	if rep := Check(e); rep.Err() == nil || !strings.Contains(rep.Err().Error(), "no free space tree") {
+		t.Fatalf("fsck of a read-only mount without a free space tree: %v", rep.Err())
 	}
 	if sp := e.Space(); sp.Total == 0 || sp.Free == 0 || sp.Available != 0 {
 		t.Fatalf("space: %+v", sp)

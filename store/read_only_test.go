@@ -94,7 +94,7 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 		{"fs tree rightmost internal node", func(t *testing.T, s *Store, _ []uint64) victim {
 			ns := level1Nodes(t, s, engine.FSTreeID)
 			n := ns[len(ns)-1]
-			return victim{n.bytenr, n.first}
+			return victim(n)
 		}},
 		{"fs tree node under the root's last entries", func(t *testing.T, s *Store, _ []uint64) victim {
 			ns := level1Nodes(t, s, engine.FSTreeID)
@@ -102,7 +102,7 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 			if !inodeKey(RootIno).Less(n.first) {
 				t.Fatalf("the node at %v holds the root's inode item too", n.first)
 			}
-			return victim{n.bytenr, n.first}
+			return victim(n)
 		}},
 		{"free space tree leaf", func(t *testing.T, s *Store, _ []uint64) victim {
 			b, _, _ := leafOf(t, s, engine.FreeSpaceTreeID, engine.MinKey)
@@ -257,6 +257,9 @@ func TestStore_OpenReadOnly_PendingLog(t *testing.T) {
 	s = openTest(t, c, Options{ReadOnly: true})
 	if got, err := s.Get("/f"); err != nil || string(got) != "fsynced" {
 		t.Fatalf("read-only get after the replay: %q %v", got, err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatalf("fsck of an intact store mounted read-only: %v", err)
 	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
