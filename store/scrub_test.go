@@ -7,8 +7,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"ustore/dev/memdev"
 	"ustore/engine"
 )
 
@@ -230,4 +232,35 @@ func TestStore_Check_ImpossibleFields(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestStore_Scrub_ReadError: a piece whose read fails is read again block
+// by block; a block that fails again is reported by itself (inode, offset,
+// the device's error), and the piece's other blocks are still checked.
+func TestStore_Scrub_ReadError(t *testing.T) {
+	d := newTestDevice(t, 32<<20)
+	s := openTest(t, d, Options{})
+	ino := mustCreate(t, s, RootIno, "f", patternData(9, 64<<10))
+	s = remount(t, s, d, Options{})
+	defer s.Close(context.Background())
+	// A first scrub caches every tree node it needs: the reads counted
+	// below are the data's alone.
+	if rep, err := s.Scrub(context.Background()); err != nil || rep.BadCount != 0 {
+		t.Fatalf("scrub: %v %v", err, rep.Err())
+	}
+	// Read 1 is the extent's (one piece, one IO); reads 2.. are its 16
+	// blocks again, one by one: the 6th of them, block 5, fails too.
+	d.InjectError(memdev.OpRead, 1, syscall.EIO)
+	d.InjectError(memdev.OpRead, 7, syscall.EIO)
+	rep, err := s.Scrub(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.BadCount != 1 || rep.Bad[0].Ino != ino || rep.Bad[0].Offset != 5*blockSize ||
+		!errors.Is(rep.Bad[0].Err, memdev.ErrInjected) || !slices.Equal(rep.Bad[0].Paths, []string{"/f"}) {
+		t.Fatalf("scrub: %v", rep.Err())
+	}
+	if rep.Bytes != 64<<10-blockSize {
+		t.Fatalf("scrub checked %d bytes, want every block but the unreadable one", rep.Bytes)
+	}
 }
