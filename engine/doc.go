@@ -10,7 +10,8 @@
 // path), cow.go, split.go, balance.go (the three ways a search changes the
 // tree), items.go (insert, batch insert, delete, update, resize, iterate),
 // alloc.go, extent_set.go, free_space_tree.go (space), commit.go, mount.go,
-// superblock.go, superblock_choice.go, fsck.go.
+// superblock.go, superblock_choice.go, fsck.go, read_only.go (the degraded
+// mount).
 //
 // # Searching and locking
 //
@@ -75,4 +76,8 @@
 //     copy of a newer one: a newer copy with impossible fields is refused,
 //     and a fallback that may pass an acknowledged superblock is a WARN and
 //     an fsck problem. (superWrites, chooseSuperblock; superblock_test.go)
+//  10. A read-only mount never writes: it loads no free space, Start and
+//     StartReserved refuse with ErrMountedReadOnly, so no transaction runs
+//     and the journal, which commits only a transaction that ran, never
+//     writes a node or a superblock. (checkWritable; TestEngine_Mount_ReadOnly)
 package engine

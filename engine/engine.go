@@ -28,6 +28,9 @@ type Options struct {
 	Logger        *slog.Logger
 	// CommittedLocked: see journal.Options (a benchmark's ablation).
 	CommittedLocked bool
+	// ReadOnly mounts for reading only: nothing is ever written
+	// (read_only.go).
+	ReadOnly bool
 }
 
 // Engine is a mounted filesystem of B-trees on one device.
@@ -61,8 +64,9 @@ type Engine struct {
 	logs      map[uint64]*logState // transaction → its log
 	logTree   *Tree                // the template: lock classes and counters every log tree shares
 
-	failed atomic.Pointer[error]
-	stats  engineStats
+	failed   atomic.Pointer[error]
+	stats    engineStats
+	readOnly bool // Options.ReadOnly: Start refuses (read_only.go)
 }
 
 // Trans is a handle on the running transaction: every change to a tree is
@@ -93,6 +97,9 @@ func (tr *Trans) End() {
 
 // Start joins the running transaction.
 func (e *Engine) Start() (*Trans, error) {
+	if err := e.checkWritable(); err != nil {
+		return nil, err
+	}
 	if err := e.failure(); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,9 @@ var (
 	// fsync falls back to a commit.
 	ErrLogFull  = errors.New("engine: log full")
 	ErrReadOnly = errors.New("engine: read-only after a failed commit or log sync")
+	// ErrMountedReadOnly: the engine was mounted read-only (Options.ReadOnly);
+	// nothing may change. It becomes EROFS for clients.
+	ErrMountedReadOnly = errors.New("engine: mounted read-only")
 	// ErrNotFormatted: no superblock copy carries the magic; the device
 	// holds no ustore filesystem. (Copies that carry it but are all damaged
 	// are ErrCorruption.)

@@ -125,7 +125,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
-		logs: map[uint64]*logState{}, super: choice,
+		logs: map[uint64]*logState{}, super: choice, readOnly: opts.ReadOnly,
 	}
 	e.logTree = newTree(e, LogTreeID)
 	rootTree := newTree(e, RootTreeID)
@@ -167,19 +167,30 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		t := newTree(e, r.id)
 		e.trees[r.id] = t
 		if t.root, err = e.readNode(r.ref.bytenr, r.id, r.ref.level); err != nil {
+			if skipTreeReadOnly(opts, r.id, err) {
+				delete(e.trees, r.id)
+				continue
+			}
 			return nil, fmt.Errorf("engine: mount: tree %d: %w", r.id, err)
 		}
 		t.committedRoot = r.ref
 	}
 	for _, id := range []uint64{FSTreeID, CsumTreeID, FreeSpaceTreeID} {
-		if e.trees[id] == nil {
+		if e.trees[id] == nil && !(opts.ReadOnly && id == FreeSpaceTreeID) {
 			return nil, fmt.Errorf("%w: no root item for tree %d", ErrCorruption, id)
 		}
 	}
-	if err := e.loadFreeSpace(); err != nil {
-		return nil, fmt.Errorf("engine: mount: free space: %w", err)
+	// Only allocation needs the free space; a read-only mount skips it.
+	if !opts.ReadOnly {
+		if err := e.loadFreeSpace(); err != nil {
+			return nil, fmt.Errorf("engine: mount: free space: %w", err)
+		}
 	}
-	e.repairSuperCopies()
+	// A read-only mount writes nothing, a repair included: the damaged
+	// copy is reported (fsck), and the next read-write mount rewrites it.
+	if !opts.ReadOnly {
+		e.repairSuperCopies()
+	}
 	e.j, err = journal.Open(journal.Options{
 		CommitInterval:  opts.CommitInterval,
 		DirtyBytesMax:   opts.DirtyBytesMax,

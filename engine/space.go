@@ -22,6 +22,9 @@ type SpaceInfo struct {
 // Space returns the device's space accounting: constant time (running
 // totals), as it is asked on every buffered write.
 func (e *Engine) Space() SpaceInfo {
+	if e.readOnly {
+		return e.readOnlySpace()
+	}
 	a := e.alloc
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -41,6 +44,9 @@ func (e *Engine) Space() SpaceInfo {
 // free space (unlink, truncate): they always start, so a full device can
 // be emptied.
 func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
+	if err := e.checkWritable(); err != nil {
+		return nil, err
+	}
 	if metaBytes > 0 {
 		if s := e.Space(); s.MetaAvailable < metaBytes {
 			return nil, fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d", ErrNoSpace, s.MetaAvailable, metaBytes)

@@ -50,6 +50,9 @@ func (s *Store) Truncate(ino, size uint64) error {
 }
 
 func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
+	if err := s.writable(); err != nil {
+		return Attr{}, err
+	}
 	if err := s.makeRoom(); err != nil {
 		return Attr{}, err
 	}

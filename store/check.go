@@ -14,10 +14,13 @@ import (
 // INODE_REF) pointing at an existing inode, link counts and directory
 // sizes match the names, every inode but the root has a name and every
 // directory exactly one, extents do not overlap and add up to the inode's
-// byte count.
+// byte count, reach no further than the block holding the file's end,
+// and each item's fields are ones the store can write (check_items.go).
+// Data blocks are not read: Scrub does that.
 func (s *Store) Check() error {
 	r := engine.Check(s.e)
 	errs := []error{r.Err()}
+	committed := s.e.CommittedGeneration()
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
 	type inodeInfo struct {
@@ -56,6 +59,7 @@ func (s *Store) Check() error {
 			}
 			get(k.ObjectID).item = it
 			seenItem[k.ObjectID] = true
+			errs = append(errs, s.checkInodeFields(k.ObjectID, it, committed)...)
 		case engine.TypeDirItem, engine.TypeDirIndex, engine.TypeInodeRef:
 			es, err := engine.DecodeDirEntries(b)
 			if err != nil {
@@ -91,6 +95,7 @@ func (s *Store) Check() error {
 				add("item %v: %v", k, err)
 				return true
 			}
+			errs = append(errs, s.checkExtentFields(k, x, committed)...)
 			i := get(k.ObjectID)
 			if k.Offset%blockSize != 0 || k.Offset < i.lastExtentTo {
 				add("inode %d: extent at %d overlaps the one before (ends %d) or is unaligned", k.ObjectID, k.Offset, i.lastExtentTo)
@@ -160,14 +165,17 @@ func (s *Store) Check() error {
 			if i.item.Nlink != uint32(i.names) {
 				add("inode %d: nlink %d, %d names", ino, i.item.Nlink, i.names)
 			}
-			if end := (i.item.Size + blockSize - 1) / blockSize * blockSize; i.lastExtentTo > end {
+			// A size past MaxFileSize is reported above; rounding it up
+			// could overflow.
+			if end := (min(i.item.Size, MaxFileSize) + blockSize - 1) / blockSize * blockSize; i.lastExtentTo > end {
 				add("inode %d: extents reach %d, past its size %d", ino, i.lastExtentTo, i.item.Size)
 			}
 			if i.item.Nbytes != i.nbytes {
 				add("inode %d: nbytes %d, extents hold %d", ino, i.item.Nbytes, i.nbytes)
 			}
 		}
-		if ino >= s.nextIno.Load() {
+		// A read-only store does not look for the next inode number.
+		if ino >= s.nextIno.Load() && !s.opts.ReadOnly {
 			add("inode %d at or above the next inode number %d", ino, s.nextIno.Load())
 		}
 	}

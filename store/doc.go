@@ -12,8 +12,10 @@
 // io.go (write, read), pages.go (buffered pages), writeback.go and
 // flusher.go (dirty data to extents; the budget), extents.go and csum.go
 // (extent and checksum items), truncate.go, fsync.go (the durability
-// decision), itable.go (inodes in memory), check.go (fsck), store.go (mount
-// and unmount), path.go.
+// decision), itable.go (inodes in memory), check.go and check_items.go
+// (fsck), scrub.go (fsck --data: every data block against its checksum),
+// ino_paths.go (an inode's paths, for reports), read_only.go (the degraded,
+// read-only mount), store.go (mount and unmount), path.go.
 //
 // # Invariants
 //
@@ -35,8 +37,9 @@
 //     written. (writeExtents)
 //  4. A data block belongs to one extent and has one checksum; a block
 //     whose checksum does not match is never returned: the read fails with
-//     EIO and the mismatch is logged with inode, offset and block.
-//     (readBlocks, Check)
+//     EIO and the mismatch is logged with inode, offset and block; Scrub
+//     reads every block and reports each mismatch with its inode, offset
+//     and paths. (readBlocks, Check, Scrub)
 //  5. Every byte of a buffered page past the file's size is zero, and
 //     before a file grows past an unaligned end the old last block's tail is
 //     zeroed in a dirty page: bytes a truncate cut off never come back.
@@ -50,4 +53,9 @@
 //     why a handle holder never waits on an inode lock. (inode)
 //  8. fsync's "already durable?" is one atomic load of the inode's last
 //     transaction and one of the commit sequence: no lock. (fsync)
+//  9. A read-only store changes nothing: every change fails with EROFS
+//     before it touches an inode or a tree, and mount reads only what
+//     reads need (no free space, no highest inode number, no directory's
+//     next index); an fsync log to replay refuses the mount. (writable,
+//     checkNoPendingLog; TestStore_OpenReadOnly_DamagedTree)
 package store

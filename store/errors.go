@@ -14,6 +14,10 @@ import (
 // errors.Is(err, fs.ErrNotExist) and errors.Is(err, syscall.ENOENT) both
 // work, and the server can send the errno over the wire.
 
+// ErrLogReplayNeeded: a read-only Open found an fsync log to replay
+// (read_only.go).
+var ErrLogReplayNeeded = errors.New("store: the fsync log must be replayed, and a read-only mount cannot")
+
 // ErrnoOf returns the errno an error stands for: the Errno it wraps, EIO for
 // corruption and device errors, ENOSPC for a full device, EROFS once the
 // engine is read-only, and EIO for anything else.
@@ -28,7 +32,7 @@ func ErrnoOf(err error) syscall.Errno {
 		return syscall.EIO
 	case errors.Is(err, engine.ErrNoSpace):
 		return syscall.ENOSPC
-	case errors.Is(err, engine.ErrReadOnly):
+	case errors.Is(err, engine.ErrReadOnly), errors.Is(err, engine.ErrMountedReadOnly):
 		return syscall.EROFS
 	default:
 		return syscall.EIO

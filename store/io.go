@@ -28,6 +28,9 @@ func (s *Store) Write(ino, off uint64, data []byte) (int, error) {
 }
 
 func (s *Store) write(ino, off uint64, data []byte) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
 	if len(data) > 0 && off >= MaxFileSize {
 		return 0, syscall.EFBIG
 	}

@@ -151,7 +151,10 @@ func (s *Store) loadInode(ino uint64) (*inode, error) {
 	in := &inode{ino: ino, dir: item.Mode&ModeType == ModeDir, item: item, size: item.Size, diskSize: item.Size}
 	in.pages.init()
 	in.lastTrans.Store(item.Transid)
-	if in.isDir() {
+	// Only creates need a directory's next index; a read-only store does
+	// not look for it (a damaged node under the directory's last entry
+	// would make the directory, or the root and so the mount, fail).
+	if in.isDir() && !s.opts.ReadOnly {
 		in.nextIndex = 2
 		from := engine.Key{ObjectID: ino, Type: engine.TypeDirIndex, Offset: ^uint64(0)}
 		err := s.fs.IterateReverse(from, func(k engine.Key, _ []byte) bool {

@@ -166,6 +166,9 @@ func (s *Store) Mkdir(dir uint64, name string, perm uint32) (Attr, error) {
 }
 
 func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err error) {
+	if err := s.writable(); err != nil {
+		return Attr{}, err
+	}
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -237,6 +240,9 @@ func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
 }
 
 func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
+	if err := s.writable(); err != nil {
+		return Attr{}, err
+	}
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -317,6 +323,9 @@ func (s *Store) Rmdir(dir uint64, name string) error {
 }
 
 func (s *Store) remove(dir uint64, name string, wantDir bool) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if err := checkName(name); err != nil {
 		return err
 	}

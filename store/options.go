@@ -34,6 +34,14 @@ type Options struct {
 	// CommittedLocked: see journal.Options — fsync's Committed check takes
 	// the journal's state lock. An ablation for benchmarks only.
 	CommittedLocked bool
+	// ReadOnly mounts for reading only: every change fails with EROFS and
+	// nothing is written to the device (read_only.go).
+	ReadOnly bool
+	// SkipLogReplay, with ReadOnly, mounts a device whose superblock names
+	// an fsync log without it: the last commit, without the fsyncs the log
+	// holds, said in a warning. For a damaged tree on which the replay
+	// itself fails (read_only.go).
+	SkipLogReplay bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -54,6 +62,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.InodeCacheMax == 0 {
 		o.InodeCacheMax = 65536
+	}
+	if o.SkipLogReplay && !o.ReadOnly {
+		return o, fmt.Errorf("store: skipping the log replay is for a read-only mount only")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

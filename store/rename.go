@@ -24,6 +24,9 @@ func (s *Store) Rename(srcDir uint64, srcName string, dstDir uint64, dstName str
 }
 
 func (s *Store) rename(srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if err := checkName(srcName); err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	}
 	start := time.Now()
 	e, err := engine.Mount(d, engine.Options{CacheBytes: opts.CacheBytes, CommitInterval: opts.CommitInterval, Logger: opts.Logger,
-		CommittedLocked: opts.CommittedLocked})
+		CommittedLocked: opts.CommittedLocked, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -102,25 +102,36 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
 	s.tlog = logtree.New(e)
 	s.tlog.InsertSearch = opts.LogInsertSearch
-	rep, err := logtree.Replay(s.ctx, e, &replayer{s: s, touched: map[uint64]struct{}{}}, s.log)
-	if err != nil {
-		e.Close(context.Background())
-		return nil, fmt.Errorf("store: replaying the fsync log: %w", err)
+	if opts.ReadOnly {
+		if err := checkNoPendingLog(e, opts); err != nil {
+			e.Close(context.Background())
+			return nil, err
+		}
+	} else {
+		rep, err := logtree.Replay(s.ctx, e, &replayer{s: s, touched: map[uint64]struct{}{}}, s.log)
+		if err != nil {
+			e.Close(context.Background())
+			return nil, fmt.Errorf("store: replaying the fsync log: %w", err)
+		}
+		s.replay = rep
 	}
-	s.replay = rep
 	if _, err := s.stat(engine.RootDirIno); err != nil {
 		e.Close(context.Background())
 		return nil, fmt.Errorf("store: no root directory (inode %d): %w", engine.RootDirIno, err)
 	}
-	next, err := s.highestIno()
-	if err != nil {
-		e.Close(context.Background())
-		return nil, err
+	// Only creates need the next inode number: a read-only mount skips
+	// the scan of the fs tree's rightmost path.
+	next := uint64(engine.FirstFreeIno - 1)
+	if !opts.ReadOnly {
+		if next, err = s.highestIno(); err != nil {
+			e.Close(context.Background())
+			return nil, err
+		}
 	}
 	s.nextIno.Store(next + 1)
 	go s.flusher()
 	s.log.Info("store mounted", "duration", time.Since(start), "next_ino", next+1,
-		"node_size", e.NodeSize(), "dirty_budget", opts.DirtyBytes)
+		"node_size", e.NodeSize(), "dirty_budget", opts.DirtyBytes, "read_only", opts.ReadOnly)
 	return s, nil
 }
 

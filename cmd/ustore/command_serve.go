@@ -49,6 +49,10 @@ type serveConfig struct {
 	// LogInsertSearch is the benchmarks' ablation of the leaf-only search
 	// that relogs an inode item (store.Options.LogInsertSearch).
 	LogInsertSearch bool
+	// ReadOnly serves a damaged device without writing to it
+	// (command_serve_readonly.go); SkipLogReplay, with it, serves the last
+	// commit of a device with an fsync log that cannot be replayed.
+	ReadOnly, SkipLogReplay bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -88,7 +92,19 @@ SIGTERM or SIGINT shuts down gracefully: no new connections, the requests
 already received finish and are answered, then the filesystem is unmounted
 (dirty data written back and committed), and serve exits 0. Everything
 answered before is then on disk. A second signal, or --shutdown-timeout,
-cancels the requests still running (the unmount still completes).`,
+cancels the requests still running (the unmount still completes).
+
+--read-only is for a damaged device, so that users can copy out what is
+intact: it mounts without reading what only writers need (the free space
+tree, the highest inode number, a directory's next index), so one damaged
+node there no longer makes the device unmountable; a request that reads
+through a damaged node fails with EIO, that request only. Every change
+fails with EROFS and nothing is ever written to the device (no commit, no
+log replay): the data file is never created or formatted. If the device
+holds an fsync log to replay, serve refuses and says so: run 'ustore fsck'
+(which replays it) or serve it read-write once first; if that replay fails
+on the damaged tree, --skip-log-replay serves the last commit without the
+log, so without the files fsynced after it (a warning says so).`,
 		Example: `  ustore serve                                  # ./ustore-data/ustore.img, 1 GiB
   ustore serve --device /srv/ustore.img --size 64G --socket /run/ustore.sock \
                --socket-group ustore --allow-gid ustore`,
@@ -156,6 +172,8 @@ cancels the requests still running (the unmount still completes).`,
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, mutex) under /debug/pprof/ on --metrics-addr")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&cfg.ReadOnly, "read-only", false, "serve a damaged device for copying out: mount what is readable, refuse every change with EROFS, never write")
+	f.BoolVar(&cfg.SkipLogReplay, "skip-log-replay", false, "with --read-only: serve the last commit of a device whose fsync log cannot be replayed, without the log's fsyncs")
 	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
 	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
@@ -200,9 +218,11 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
-	created, err := createFormatted(cfg, log)
-	if err != nil {
-		return err
+	created := false
+	if !cfg.ReadOnly {
+		if created, err = createFormatted(cfg, log); err != nil {
+			return err
+		}
 	}
 	lock, err := server.LockDevice(cfg.Device)
 	if err != nil {
@@ -211,13 +231,18 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	defer lock.Close()
 
 	start := time.Now()
-	d, choice, formatted, err := openDevice(cfg, log)
+	open := openDevice
+	if cfg.ReadOnly {
+		open = openDeviceReadOnly
+	}
+	d, choice, formatted, err := open(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	st, err := store.Open(d, store.Options{CacheBytes: cfg.CacheBytes, DirtyBytes: cfg.DirtyBytes,
-		CommitInterval: cfg.CommitInterval, Logger: log, CommittedLocked: cfg.CommittedLocked, LogInsertSearch: cfg.LogInsertSearch})
+		CommitInterval: cfg.CommitInterval, Logger: log, CommittedLocked: cfg.CommittedLocked, LogInsertSearch: cfg.LogInsertSearch, ReadOnly: cfg.ReadOnly,
+		SkipLogReplay: cfg.SkipLogReplay})
 	if errors.Is(err, engine.ErrNotFormatted) {
 		return fmt.Errorf("%s is not a ustore filesystem (no valid superblock) and is not blank: serve does not format it; "+
 			"run 'ustore mkfs %s' to format it, destroying its contents: %w", cfg.Device, cfg.Device, err)

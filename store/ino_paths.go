@@ -1,0 +1,105 @@
+package store
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+
+	"ustore/engine"
+)
+
+// pathsDepthMax bounds the walk up from a directory to the root: a cycle
+// or a chain of damaged back-references ends the path with ".../" rather
+// than looping.
+const pathsDepthMax = 4096
+
+// pathsOf returns every path of inode ino (one per name, so several for a
+// file with hard links), from its INODE_REF items and its directories'
+// back-references: for reports (scrub) that name a file, not an inode.
+func (s *Store) pathsOf(ino uint64) ([]string, error) {
+	if ino == RootIno {
+		return []string{"/"}, nil
+	}
+	type ref struct {
+		parent uint64
+		name   string
+	}
+	var refs []ref
+	var derr error
+	err := s.fs.Iterate(engine.Key{ObjectID: ino, Type: engine.TypeInodeRef}, func(k engine.Key, b []byte) bool {
+		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+			return false
+		}
+		es, err := engine.DecodeDirEntries(b)
+		if err != nil {
+			derr = err
+			return false
+		}
+		for _, e := range es {
+			refs = append(refs, ref{k.Offset, string(e.Name)})
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	var out []string
+	for _, r := range refs {
+		dir, derr := s.dirPath(r.parent)
+		if derr != nil && err == nil {
+			err = derr
+		}
+		out = append(out, path.Join(dir, r.name))
+	}
+	slices.Sort(out)
+	return out, err
+}
+
+// dirPath returns directory dir's path, walking its back-references up
+// to the root; a directory whose back-reference cannot be read starts the
+// path as "?<ino>".
+func (s *Store) dirPath(dir uint64) (string, error) {
+	var names []string
+	joined := func(head string) string {
+		slices.Reverse(names)
+		return path.Join(append([]string{head}, names...)...)
+	}
+	for range pathsDepthMax {
+		if dir == RootIno {
+			return joined("/"), nil
+		}
+		parent, name, err := s.dirRef(dir)
+		if err != nil {
+			return joined("?" + strconv.FormatUint(dir, 10)), err
+		}
+		names = append(names, name)
+		dir = parent
+	}
+	return joined("..."), nil
+}
+
+// dirRef returns a directory's parent and its name there, from its one
+// INODE_REF item.
+func (s *Store) dirRef(dir uint64) (parent uint64, name string, err error) {
+	var derr error
+	err = s.fs.Iterate(engine.Key{ObjectID: dir, Type: engine.TypeInodeRef}, func(k engine.Key, b []byte) bool {
+		if k.ObjectID != dir || k.Type != engine.TypeInodeRef {
+			return false
+		}
+		es, err := engine.DecodeDirEntries(b)
+		if err != nil || len(es) == 0 {
+			derr = fmt.Errorf("%w: inode ref %v: %d entries, %v", engine.ErrCorruption, k, len(es), err)
+			return false
+		}
+		parent, name = k.Offset, string(es[0].Name)
+		return false
+	})
+	if err == nil {
+		err = derr
+	}
+	if err == nil && parent == 0 {
+		err = fmt.Errorf("%w: directory %d has no parent", engine.ErrCorruption, dir)
+	}
+	return parent, name, err
+}
