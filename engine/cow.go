@@ -21,7 +21,7 @@ func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 		slot := p.Slots[level+1]
 		parent.setPtr(slot, parent.Key(slot), neb.bytenr, tr.id)
 	} else {
-		t.setRoot(neb)
+		t.setRoot(tr, neb)
 	}
 	e.freeNode(tr, old)
 	// The old node is no longer reachable from the running tree: let the

@@ -275,7 +275,7 @@ func (t *Tree) collapseRoot(tr *Trans) error {
 			r.lock.Unlock()
 			return err
 		}
-		t.setRoot(child)
+		t.setRoot(tr, child)
 		t.eng.freeNode(tr, r)
 		r.lock.Unlock()
 	}

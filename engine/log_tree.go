@@ -128,7 +128,7 @@ func (e *Engine) LogTree(lt *Trans) (*Tree, error) {
 // newLogTree makes an empty log tree object that shares the lock classes
 // and counters of every log tree.
 func (e *Engine) newLogTree() *Tree {
-	t := &Tree{id: LogTreeID, eng: e, prevRoots: map[*ExtentBuffer]*ExtentBuffer{},
+	t := &Tree{id: LogTreeID, eng: e,
 		classes: e.logTree.classes, rootClass: e.logTree.rootClass, stats: e.logTree.stats}
 	t.rootLock.Init(t.rootClass, LogTreeID)
 	return t

@@ -160,7 +160,7 @@ func (t *Tree) linkSplit(tr *Trans, p *Path, level int, left, right *ExtentBuffe
 	// (its first key may be about to change — the new item can go first).
 	newRoot.nodeInsertPtr(0, MinKey, left.bytenr, left.Generation())
 	newRoot.nodeInsertPtr(1, rightKey, right.bytenr, right.Generation())
-	t.setRoot(newRoot)
+	t.setRoot(tr, newRoot)
 	p.Nodes[level+1] = newRoot
 	p.locks[level+1] = writeLocked
 	p.Slots[level+1] = 0

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"ustore/internal/assert"
 	"ustore/lock"
 	"ustore/trace"
 )
@@ -21,11 +22,14 @@ type Tree struct {
 	rootLock lock.RWMutex
 	root     *ExtentBuffer // guarded by rootLock
 
-	// prevRoots maps a root to the root it replaced, so that a commit can
-	// find its transaction's final root after the next transaction has
-	// already replaced it. Guarded by prevMu.
-	prevMu    sync.Mutex
-	prevRoots map[*ExtentBuffer]*ExtentBuffer
+	// history holds the roots a commit may still ask for (rootAt), oldest
+	// first, each with the transaction that made it the root; the last is
+	// the current root. A commit finds its transaction's final root there
+	// after the next transaction has already replaced it. Empty until the
+	// first setRoot: the root set at mount or creation counts as made by
+	// its own generation. Guarded by prevMu.
+	prevMu  sync.Mutex
+	history []rootVersion
 	// committedRoot is the root recorded in the root tree at the last
 	// commit (bytenr, level, generation); touched only by commits.
 	committedRoot rootRef
@@ -33,6 +37,16 @@ type Tree struct {
 	classes   [maxLevel + 1]*lock.Class // lock-wait accounting per level
 	rootClass *lock.Class               // and of the root pointer
 	stats     *treeStats                // shared by every log tree
+}
+
+// rootVersion is a root of a tree and the transaction (or log generation)
+// that made it the root. That transaction, not the node's generation,
+// orders the history: a root collapse makes an unchanged child — of an older
+// generation — the root, and a root split then collapse within one
+// transaction makes a node the root a second time.
+type rootVersion struct {
+	root *ExtentBuffer
+	by   uint64
 }
 
 // rootRef is what a ROOT_ITEM holds.
@@ -43,7 +57,7 @@ type rootRef struct {
 }
 
 func newTree(e *Engine, id uint64) *Tree {
-	t := &Tree{id: id, eng: e, prevRoots: map[*ExtentBuffer]*ExtentBuffer{}, stats: &treeStats{}}
+	t := &Tree{id: id, eng: e, stats: &treeStats{}}
 	t.rootClass = lock.NewClass(fmt.Sprintf("tree%d.root", id), lockKindRoot)
 	t.rootLock.Init(t.rootClass, id)
 	for l := range t.classes {
@@ -63,42 +77,68 @@ const (
 // ID returns the tree id.
 func (t *Tree) ID() uint64 { return t.id }
 
-// setRoot installs a new root; the caller holds rootLock in write mode.
-func (t *Tree) setRoot(eb *ExtentBuffer) {
+// setRoot makes eb the root for transaction tr (rootLock held for
+// writing). Within one transaction only the last root matters to anyone
+// else, so a transaction's later roots replace its earlier one in the
+// history: no root is ever in it twice, and the history stays ordered by
+// transaction, which rootAt's walk relies on.
+func (t *Tree) setRoot(tr *Trans, eb *ExtentBuffer) {
 	t.prevMu.Lock()
-	if t.root != nil {
-		t.prevRoots[eb] = t.root
+	if len(t.history) == 0 && t.root != nil {
+		t.history = append(t.history, rootVersion{t.root, t.root.Generation()})
+	}
+	n := len(t.history)
+	assert.That(n == 0 || tr.id >= t.history[n-1].by, "engine: a tree's root set by an older transaction than the last")
+	if n > 0 && t.history[n-1].by == tr.id {
+		t.history[n-1].root = eb
+	} else {
+		t.history = append(t.history, rootVersion{eb, tr.id})
 	}
 	t.prevMu.Unlock()
 	t.root = eb
 }
 
 // rootAt returns the root of this tree as transaction gen left it: the
-// current root when it is not newer, else the root it replaced, and so on.
-// The caller ensures no transaction <= gen is still modifying the tree.
+// newest root made by a transaction not after gen; nil when the tree was
+// created later. The caller ensures no transaction <= gen is still
+// modifying the tree.
 func (t *Tree) rootAt(gen uint64) *ExtentBuffer {
+	// rootLock before prevMu, as setRoot's callers take them. With the
+	// history still empty no setRoot has run, so r is the current root.
 	t.rootLock.RLock()
 	r := t.root
 	t.rootLock.RUnlock()
 	t.prevMu.Lock()
 	defer t.prevMu.Unlock()
-	for r != nil && r.Generation() > gen {
-		r = t.prevRoots[r]
+	if len(t.history) == 0 {
+		if r != nil && r.Generation() > gen {
+			return nil
+		}
+		return r
 	}
-	return r
-}
-
-// forgetRootsBefore drops the prevRoots entries that no commit after gen
-// follows: a walk for a generation > gen stops at the first root whose
-// generation is <= gen+1, so entries keyed by such roots are dead.
-func (t *Tree) forgetRootsBefore(gen uint64) {
-	t.prevMu.Lock()
-	for k := range t.prevRoots {
-		if k.Generation() <= gen+1 {
-			delete(t.prevRoots, k)
+	for i := len(t.history) - 1; i >= 0; i-- {
+		if t.history[i].by <= gen {
+			return t.history[i].root
 		}
 	}
-	t.prevMu.Unlock()
+	return nil
+}
+
+// forgetRootsBefore drops the roots no commit after gen can ask for: a
+// walk for a generation > gen stops at the newest root made by gen+1 or
+// before, so the roots older than that one are dead.
+func (t *Tree) forgetRootsBefore(gen uint64) {
+	t.prevMu.Lock()
+	defer t.prevMu.Unlock()
+	keep := 0
+	for i, v := range t.history {
+		if v.by <= gen+1 {
+			keep = i
+		}
+	}
+	if keep > 0 {
+		t.history = append(t.history[:0:0], t.history[keep:]...)
+	}
 }
 
 // treeName labels a tree's metrics.
