@@ -49,6 +49,9 @@ type serveConfig struct {
 	// LogInsertSearch is the benchmarks' ablation of the leaf-only search
 	// that relogs an inode item (store.Options.LogInsertSearch).
 	LogInsertSearch bool
+	// AllowReadableDevice starts serve on a data file others can read or
+	// write, with a warning, instead of refusing (checkDataFileMode).
+	AllowReadableDevice bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -75,6 +78,12 @@ The data file (--device):
   anything else                refused: format it with 'ustore mkfs' first
 A block device is never formatted by serve. One server per device: serve
 takes an exclusive lock (flock) on it and refuses to start if another holds it.
+A data file serve creates is mode 0600. An existing one that others can read
+or write (a regular file with any group or other rw bit; a block device with
+an other rw bit — its group, usually disk, is trusted) is refused: those
+users would read every stored file around the socket's peer check. Run
+'chmod 600 FILE', or pass --allow-readable-device to serve it with a warning.
+The socket path is checked before a data file is created or formatted.
 
 The socket (--socket, default <device's directory>/<device's name>.sock) is
 created only once the filesystem is mounted, with --socket-mode and
@@ -143,6 +152,7 @@ cancels the requests still running (the unmount still completes).`,
 	f.StringVar(&cfg.Device, "device", defaultDevice, "data file or block device")
 	f.StringVar(&size, "size", "1G", "size of a data file serve creates or formats")
 	f.StringVar(&backend, "backend", "auto", "I/O backend: auto, io_uring, syscall")
+	f.BoolVar(&cfg.AllowReadableDevice, "allow-readable-device", false, "serve a data file that users other than its owner can read or write (warns instead of refusing)")
 	f.StringVar(&cfg.Socket, "socket", "", "Unix socket path (default next to the device: <dir>/<name>.sock)")
 	f.StringVar(&mode, "socket-mode", "0660", "socket file permissions (octal)")
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "socket file group, a name or gid (default the server's)")
@@ -200,7 +210,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
-	created, err := createFormatted(cfg, log)
+	created, err := prepareDevice(cfg, log)
 	if err != nil {
 		return err
 	}
