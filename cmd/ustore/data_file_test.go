@@ -108,7 +108,7 @@ func TestCommand_Serve_RefusesReadableDataFile(t *testing.T) {
 		if err := os.Chmod(device, mode); err != nil {
 			t.Fatal(err)
 		}
-		err := runServe(cfg, slog.New(slog.DiscardHandler), nil)
+		err := serveOnce(cfg)
 		if !errors.Is(err, errReadableDevice) || !strings.Contains(err.Error(), "chmod 600 "+device) ||
 			!strings.Contains(err.Error(), "--allow-readable-device") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("mode %04o: %v", mode, err)
@@ -131,6 +131,18 @@ func TestCommand_Serve_RefusesReadableDataFile(t *testing.T) {
 	if !strings.Contains(logBuf.String(), "--allow-readable-device") || !strings.Contains(logBuf.String(), "mode=0644") {
 		t.Fatalf("served a readable data file without a warning:\n%s", logBuf.String())
 	}
+}
+
+// serveOnce runs runServe(cfg) with a SIGTERM already waiting, so that a
+// serve that should have refused to start stops at once (returning nil)
+// instead of serving until the test times out.
+func serveOnce(cfg serveConfig) error {
+	sigs := make(chan os.Signal, 1)
+	sigs <- syscall.SIGTERM
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	return runServe(cfg, slog.New(slog.DiscardHandler), sigs)
 }
 
 func statOf(t *testing.T, path string) fs.FileInfo {
@@ -198,7 +210,7 @@ func TestCommand_Serve_BadSocketLeavesNoImage(t *testing.T) {
 		{"directory is a file", filepath.Join(notSocket, "s.sock"), nil},
 	} {
 		device := filepath.Join(dir, "new", "ustore.img")
-		err := runServe(serveConfig{Device: device, Size: 64 << 20, Socket: tc.socket}, slog.New(slog.DiscardHandler), nil)
+		err := serveOnce(serveConfig{Device: device, Size: 64 << 20, Socket: tc.socket})
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), "--socket") {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
 		}
@@ -212,7 +224,7 @@ func TestCommand_Serve_BadSocketLeavesNoImage(t *testing.T) {
 		if err := os.WriteFile(blank, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := runServe(serveConfig{Device: blank, Size: 64 << 20, Socket: tc.socket}, slog.New(slog.DiscardHandler), nil); err == nil {
+		if err := serveOnce(serveConfig{Device: blank, Size: 64 << 20, Socket: tc.socket}); err == nil {
 			t.Fatalf("%s: served a blank file", tc.name)
 		}
 		if fi, err := os.Stat(blank); err != nil || fi.Size() != 0 {
