@@ -20,8 +20,8 @@ import (
 // creates or formats a data file, so that a bad --socket leaves nothing
 // behind.
 func CheckSocketPath(path string) error {
-	if len(path) > socketPathMax {
-		return fmt.Errorf("server: socket path %s is %d bytes, more than a Unix socket's %d", path, len(path), socketPathMax)
+	if err := CheckSocketName(path); err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
@@ -36,6 +36,16 @@ func CheckSocketPath(path string) error {
 	}
 	_, err = staleSocket(path)
 	return err
+}
+
+// CheckSocketName reports whether path fits a Unix socket address
+// (sun_path): all that can be checked of a socket whose directory does not
+// exist yet.
+func CheckSocketName(path string) error {
+	if len(path) > socketPathMax {
+		return fmt.Errorf("server: socket path %s is %d bytes, more than a Unix socket's %d", path, len(path), socketPathMax)
+	}
+	return nil
 }
 
 // staleSocket reports whether path is a socket file nothing accepts on (a

@@ -49,13 +49,14 @@ func prepareDevice(cfg serveConfig, log *slog.Logger) (created bool, err error) 
 
 // checkSocket is server.CheckSocketPath, except that a socket in the data
 // file's own directory may wait for it: serve creates that directory with
-// the data file.
+// the data file, and until then only the path's length can be checked.
 func checkSocket(cfg serveConfig) error {
+	check := server.CheckSocketPath
 	dir := filepath.Dir(cfg.Socket)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && dir == filepath.Dir(cfg.Device) {
-		return nil
+		check = server.CheckSocketName
 	}
-	if err := server.CheckSocketPath(cfg.Socket); err != nil {
+	if err := check(cfg.Socket); err != nil {
 		return fmt.Errorf("--socket: %w", err)
 	}
 	return nil

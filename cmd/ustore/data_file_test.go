@@ -231,6 +231,16 @@ func TestCommand_Serve_BadSocketLeavesNoImage(t *testing.T) {
 			t.Fatalf("%s: serve refused its socket and changed the blank file", tc.name)
 		}
 	}
+	// A socket in the data file's directory, which serve would create: its
+	// length is still checked first.
+	device := filepath.Join(dir, "new", "ustore.img")
+	if err := serveOnce(serveConfig{Device: device, Size: 64 << 20, Socket: filepath.Join(dir, "new", strings.Repeat("s", 120))}); err == nil ||
+		!strings.Contains(err.Error(), "--socket") {
+		t.Fatalf("a long socket in the data file's directory: %v", err)
+	}
+	if _, err := os.Lstat(device); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("serve refused a long socket path in its own directory and left the data file behind")
+	}
 	if b, _ := os.ReadFile(notSocket); string(b) != "someone's file" {
 		t.Fatal("the file at the socket path was changed")
 	}
