@@ -30,8 +30,9 @@ go build -o bin/ustore ./cmd/ustore
 if [ ! -f "$IMG" ]; then
 	dd if=/dev/zero of="$IMG" bs=4M count=512 oflag=direct status=none
 fi
+chmod 600 "$IMG" # serve refuses a data file others can read
 { date -u; uname -r; nproc; uptime; git rev-parse HEAD; git status --short; } > "$OUT/machine.txt"
-bin/ustore mkfs --size 2G --nodesize "$NODESIZE" "$IMG" > /dev/null
+bin/ustore mkfs --force --size 2G --nodesize "$NODESIZE" "$IMG" > /dev/null # the last run's filesystem
 # shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
 bin/ustore serve --device "$IMG" --socket "$SOCK" --metrics-addr "$METRICS" --pprof ${SERVE_FLAGS:-} > "$OUT/serve.log" 2>&1 &
 server=$!

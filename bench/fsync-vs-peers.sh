@@ -456,7 +456,8 @@ serve() {
 	local img=$1 log=$2 pid i
 	shift 2
 	sock=${img%.img}.sock
-	"$ustore" mkfs --nodesize "${NODESIZE:-16k}" "$img" >/dev/null
+	chmod 600 "$img" # serve refuses a data file others can read
+	"$ustore" mkfs --force --nodesize "${NODESIZE:-16k}" "$img" >/dev/null # over the last run's filesystem
 	drop_caches
 	# shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
 	"$ustore" serve --device "$img" --socket "$sock" --metrics-addr 127.0.0.1:0 --log-level info $SERVE_FLAGS "$@" 2>"$log" &

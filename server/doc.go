@@ -8,7 +8,9 @@
 // client's writes block in the kernel; nothing queues in the server).
 //
 // Files, by concept: server.go (the listener's life: New, Serve, Shutdown),
-// listen.go (the socket file: stale sockets, mode, group), peer_cred.go
+// listen.go (the socket file: stale sockets, mode, group), socket_path.go
+// (whether a path could be listened on, checked before anything is
+// created), peer_cred.go
 // (SO_PEERCRED, SO_PEERGROUPS, the allow-list), device_lock.go (one server
 // per device), conn.go (a connection: handshake, reader, writer),
 // dispatch.go (a request → a store call → a reply), limits.go (every bound

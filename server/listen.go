@@ -77,23 +77,9 @@ func listenUnix(path string, mode os.FileMode, gid int, log *slog.Logger) (*net.
 // on. A live socket is ErrSocketInUse; a file that is not a socket is
 // ErrNotSocket.
 func removeStale(path string, log *slog.Logger) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("server: socket path: %w", err)
-	}
-	if fi.Mode()&fs.ModeSocket == 0 {
-		return fmt.Errorf("%w: %s is a %v; remove it or choose another --socket", ErrNotSocket, path, fi.Mode().Type())
-	}
-	c, err := net.DialTimeout("unix", path, staleDialTimeout)
-	if err == nil {
-		c.Close()
-		return fmt.Errorf("%w: %s", ErrSocketInUse, path)
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("server: %s exists and its server cannot be reached to tell whether it is alive: %w", path, err)
+	stale, err := staleSocket(path)
+	if err != nil || !stale {
+		return err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("server: remove stale socket: %w", err)

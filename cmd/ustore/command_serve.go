@@ -53,6 +53,9 @@ type serveConfig struct {
 	// (command_serve_readonly.go); SkipLogReplay, with it, serves the last
 	// commit of a device with an fsync log that cannot be replayed.
 	ReadOnly, SkipLogReplay bool
+	// AllowReadableDevice starts serve on a data file others can read or
+	// write, with a warning, instead of refusing (checkDataFileMode).
+	AllowReadableDevice bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -79,6 +82,12 @@ The data file (--device):
   anything else                refused: format it with 'ustore mkfs' first
 A block device is never formatted by serve. One server per device: serve
 takes an exclusive lock (flock) on it and refuses to start if another holds it.
+A data file serve creates is mode 0600. An existing one that others can read
+or write (a regular file with any group or other rw bit; a block device with
+an other rw bit — its group, usually disk, is trusted) is refused: those
+users would read every stored file around the socket's peer check. Run
+'chmod 600 FILE', or pass --allow-readable-device to serve it with a warning.
+The socket path is checked before a data file is created or formatted.
 
 The socket (--socket, default <device's directory>/<device's name>.sock) is
 created only once the filesystem is mounted, with --socket-mode and
@@ -159,6 +168,7 @@ log, so without the files fsynced after it (a warning says so).`,
 	f.StringVar(&cfg.Device, "device", defaultDevice, "data file or block device")
 	f.StringVar(&size, "size", "1G", "size of a data file serve creates or formats")
 	f.StringVar(&backend, "backend", "auto", "I/O backend: auto, io_uring, syscall")
+	f.BoolVar(&cfg.AllowReadableDevice, "allow-readable-device", false, "serve a data file that users other than its owner can read or write (warns instead of refusing)")
 	f.StringVar(&cfg.Socket, "socket", "", "Unix socket path (default next to the device: <dir>/<name>.sock)")
 	f.StringVar(&mode, "socket-mode", "0660", "socket file permissions (octal)")
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "socket file group, a name or gid (default the server's)")
@@ -218,11 +228,9 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
-	created := false
-	if !cfg.ReadOnly {
-		if created, err = createFormatted(cfg, log); err != nil {
-			return err
-		}
+	created, err := prepareDevice(cfg, log)
+	if err != nil {
+		return err
 	}
 	lock, err := server.LockDevice(cfg.Device)
 	if err != nil {

@@ -1,8 +1,10 @@
 package main
 
-// The data file of `ustore serve`: creating it, deciding whether it may be
-// formatted (only when missing or blank — never a filesystem, never someone
-// else's data), and telling the service manager when serve is ready.
+// The data file of `ustore serve`: checking the socket path and an existing
+// file's mode before anything is written, creating it (0600), deciding
+// whether it may be formatted (only when missing or blank — never a
+// filesystem, never someone else's data), and telling the service manager
+// when serve is ready.
 
 import (
 	"errors"
@@ -22,26 +24,70 @@ import (
 	"ustore/store"
 )
 
-// createFormatted creates a missing data file, sparse, of cfg.Size bytes,
-// and formats it — under a temporary name, renamed into place once
-// formatted, so that the data file never exists half formatted (a crash
-// during the first start leaves only the temporary file, redone next
-// time).
-func createFormatted(cfg serveConfig, log *slog.Logger) (created bool, err error) {
-	if _, err := os.Lstat(cfg.Device); !errors.Is(err, os.ErrNotExist) {
+// prepareDevice makes the data file ready to lock and open, in an order
+// that leaves nothing behind on a refusal: first the socket path must be
+// usable (a bad --socket must not leave a fresh image, or a formatted blank
+// file, behind), then an existing data file must not be open to others
+// (checkDataFileMode), and only then is a missing one created and
+// formatted (createFormatted).
+func prepareDevice(cfg serveConfig, log *slog.Logger) (created bool, err error) {
+	if err := checkSocket(cfg); err != nil {
 		return false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Device), 0o755); err != nil {
+	if _, err := os.Lstat(cfg.Device); !errors.Is(err, os.ErrNotExist) {
+		if err != nil {
+			return false, err
+		}
+		fi, err := os.Stat(cfg.Device)
+		if err != nil {
+			return false, err
+		}
+		return false, checkDataFileMode(cfg.Device, fi, cfg.AllowReadableDevice, log)
+	}
+	if cfg.ReadOnly {
+		// Never created or formatted: there is nothing to serve.
+		return false, fmt.Errorf("--read-only serves an existing filesystem: %s does not exist", cfg.Device)
+	}
+	return createFormatted(cfg, log)
+}
+
+// checkSocket is server.CheckSocketPath, except that a socket in the data
+// file's own directory may wait for it: serve creates that directory with
+// the data file, and until then only the path's length can be checked.
+func checkSocket(cfg serveConfig) error {
+	check := server.CheckSocketPath
+	dir := filepath.Dir(cfg.Socket)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && dir == filepath.Dir(cfg.Device) {
+		check = server.CheckSocketName
+	}
+	if err := check(cfg.Socket); err != nil {
+		return fmt.Errorf("--socket: %w", err)
+	}
+	return nil
+}
+
+// createFormatted creates a missing data file, sparse, of cfg.Size bytes,
+// mode dataFileMode, and formats it — under a temporary name, renamed into
+// place once formatted, so that the data file never exists half formatted
+// (a crash during the first start leaves only the temporary file, redone
+// next time).
+func createFormatted(cfg serveConfig, log *slog.Logger) (created bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(cfg.Device), dataDirMode); err != nil {
 		return false, err
 	}
 	tmp := cfg.Device + ".mkfs"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, dataFileMode)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return false, fmt.Errorf("%w: %s is being formatted by another ustore serve", server.ErrDeviceInUse, tmp)
+	}
+	// The mode exactly, whatever the umask, and also on a temporary file
+	// an older serve left behind with its own.
+	if err := f.Chmod(dataFileMode); err != nil {
+		return false, err
 	}
 	if err := f.Truncate(0); err != nil {
 		return false, err

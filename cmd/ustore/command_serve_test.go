@@ -258,7 +258,7 @@ func TestCommand_Serve_FormatsOnlyBlankFiles(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 
 	blank := filepath.Join(dir, "blank.img")
-	if err := os.WriteFile(blank, make([]byte, 8192), 0o644); err != nil {
+	if err := os.WriteFile(blank, make([]byte, 8192), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(blank, 64<<20); err != nil {
@@ -319,7 +319,7 @@ func TestCommand_Serve_FormatsOnlyBlankFiles(t *testing.T) {
 
 	foreign := filepath.Join(dir, "foreign.img")
 	content := bytes.Repeat([]byte("not a ustore filesystem "), 100000)
-	if err := os.WriteFile(foreign, content, 0o644); err != nil {
+	if err := os.WriteFile(foreign, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	err := runServe(serveConfig{Device: foreign, Size: 128 << 20, Socket: defaultSocket(foreign)}, log, nil)

@@ -102,7 +102,7 @@ func TestCommand_MkfsFsck(t *testing.T) {
 		t.Fatalf("fsck of a fresh filesystem: %v\n%s", err, out)
 	}
 	for _, args := range [][]string{
-		{"mkfs", "--nodesize", "3000", path},
+		{"mkfs", "--force", "--nodesize", "3000", path},
 		{"mkfs", "--size", "1k", filepath.Join(t.TempDir(), "tiny.img")},
 		{"fsck", filepath.Join(t.TempDir(), "missing.img")},
 	} {
