@@ -62,6 +62,7 @@ func TestServer_ConnPerUID_Limit(t *testing.T) {
 	if _, err := client.Dial(ctx, ts.sock); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("third connection: %v, want EBUSY", err)
 	}
+	ts.waitCounted(t, uid, 2) // the refused one has ended
 	// Two silent connections, refused but counted while their hello is
 	// awaited; the fifth is closed without a reply.
 	r3, r4 := dialRaw(t, ts.sock), dialRaw(t, ts.sock)

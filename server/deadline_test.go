@@ -16,7 +16,7 @@ import (
 func TestServer_IdleTimeout_Closes(t *testing.T) {
 	st, _ := newTestStore(t)
 	g := newGate(1, func(r proto.Request) bool { _, ok := r.(*proto.Sync); return ok })
-	ts := startServer(t, st, Options{IdleTimeout: 50 * time.Millisecond}, g.hook)
+	ts := startServer(t, st, Options{IdleTimeout: 100 * time.Millisecond}, g.hook)
 
 	rc, _ := handshake(t, ts.sock)
 	if f := rc.read(); f.ID != 0 || f.Status != proto.StatusTimedOut {
@@ -24,19 +24,19 @@ func TestServer_IdleTimeout_Closes(t *testing.T) {
 	}
 	rc.expectClosed()
 
-	// A request held longer than the idle timeout: the connection waits
-	// for it, answers it, and serves the next one.
+	// A request held for five idle timeouts: the connection is not idle;
+	// it serves a request sent meanwhile, then answers the held one.
 	busy, _ := handshake(t, ts.sock)
 	busy.write(request(t, 1, &proto.Sync{}))
 	g.wait(t, 1)
-	time.Sleep(200 * time.Millisecond) // four idle timeouts
+	time.Sleep(500 * time.Millisecond)
+	busy.write(request(t, 2, &proto.Stat{Ino: client.RootIno}))
+	if f := busy.read(); f.ID != 2 || f.Status != proto.StatusOK {
+		t.Fatalf("the request sent while one was held: %+v", f)
+	}
 	close(g.release)
 	if f := busy.read(); f.ID != 1 || f.Status != proto.StatusOK {
 		t.Fatalf("the held request: %+v", f)
-	}
-	busy.write(request(t, 2, &proto.Stat{Ino: client.RootIno}))
-	if f := busy.read(); f.ID != 2 || f.Status != proto.StatusOK {
-		t.Fatalf("the request after it: %+v", f)
 	}
 }
 
@@ -45,7 +45,7 @@ func TestServer_IdleTimeout_Closes(t *testing.T) {
 // and its half frame is never served.
 func TestServer_FrameTimeout_Closes(t *testing.T) {
 	st, _ := newTestStore(t)
-	ts := startServer(t, st, Options{FrameTimeout: 50 * time.Millisecond}, nil)
+	ts := startServer(t, st, Options{FrameTimeout: 100 * time.Millisecond}, nil)
 	for _, cut := range []int{3, 10, 30} { // in the size, in the header, in the payload
 		rc, _ := handshake(t, ts.sock)
 		b := request(t, 1, &proto.Lookup{Dir: client.RootIno, Name: "a-name-long-enough"})
