@@ -79,8 +79,8 @@ func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[
 		out   *[]byte
 		err   error
 	)
-	if f := c.s.testFilter; f != nil {
-		err = f(ctx, req)
+	if f := c.s.testFilter.Load(); f != nil {
+		err = (*f)(ctx, req)
 	}
 	if err == nil {
 		reply, out, err = c.s.dispatch(ctx, req, limits)

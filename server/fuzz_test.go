@@ -60,7 +60,8 @@ func FuzzServer_Frames(f *testing.F) {
 	st, _ := newTestStore(f)
 	ts := startServer(f, st, Options{FrameTimeout: 5 * time.Second}, nil)
 	g := startGoodClients(f, ts.sock)
-	ts.testFilter = g.filter(st)
+	filter := g.filter(st)
+	ts.testFilter.Store(&filter)
 	var inputs atomic.Int64
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if bytes.Contains(in, []byte(goodTraceparent)) {

@@ -205,9 +205,9 @@ type Server struct {
 	// testHook, set by tests before Serve, runs before each request is
 	// dispatched: it can hold a request in flight.
 	testHook func(ctx context.Context, req proto.Request)
-	// testFilter, set by tests before Serve, may refuse a request: its
-	// error is the response, and the store is not called.
-	testFilter func(ctx context.Context, req proto.Request) error
+	// testFilter, set by tests (while serving: atomic), may refuse a
+	// request: its error is the response, and the store is not called.
+	testFilter atomic.Pointer[func(ctx context.Context, req proto.Request) error]
 }
 
 // New creates the socket (Options.Socket, with its mode and group) and
