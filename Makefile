@@ -53,6 +53,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) ./proto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./proto
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeReply$$' -fuzztime $(FUZZTIME) ./proto
+	$(GO) test -run '^$$' -fuzz '^FuzzServer_Frames$$' -fuzztime $(FUZZTIME) ./server
 
 ## bench: the ring against fio and a pread pool, one table (takes ~25 min)
 bench:

@@ -28,9 +28,9 @@
 //	               its call (or drops it if the caller gave up), gives the slot back
 //
 // A slot is a token of the server's in-flight bound: the client never has
-// more requests in flight than the server announced, so the server never
-// answers EBUSY, and a call past the bound waits for a slot (under its
-// context).
+// more requests in flight than the server announced (the server would
+// stop reading past it), and a call past the bound waits for a slot (under
+// its context).
 //
 // # Invariants
 //

@@ -121,10 +121,12 @@ func (s *extentSet) remove(start, length uint64) bool {
 }
 
 // findFrom returns the first extent at or after cursor with room for
-// length bytes, wrapping around once.
+// length bytes, wrapping around once. The wrap ends back at the extent the
+// cursor is in, taken whole: its part before the cursor counts too (with
+// one free extent, the cursor near its end, it is the only room there is).
 func (s *extentSet) findFrom(cursor, length uint64) (uint64, bool) {
 	i := sort.Search(len(s.xs), func(i int) bool { return s.xs[i].end() > cursor })
-	for n := 0; n < len(s.xs); n++ {
+	for n := 0; n <= len(s.xs); n++ {
 		x := s.xs[(i+n)%len(s.xs)]
 		start := x.start
 		if n == 0 && start < cursor {

@@ -42,21 +42,45 @@ func GetBuffer(n int) *[]byte {
 	return b
 }
 
-// PutBuffer returns b to its pool. A buffer that grew past its class (it
-// cannot: appends stay within the room asked for) goes to the class of its
-// capacity.
+// PutBuffer returns b to its pool. Only a buffer of exactly a class's
+// capacity is kept (one that was grown by append, or made elsewhere, is
+// left to the garbage collector), so that a buffer from GetBuffer(n) always
+// has capacity BufferCap(n): the server charges its memory budget by it.
 func PutBuffer(b *[]byte) {
 	if b == nil {
 		return
 	}
-	switch c := cap(*b); {
-	case c >= bufferLarge:
+	switch cap(*b) {
+	case bufferLarge:
 		bufferPools[2].Put(b)
-	case c >= bufferMedium:
+	case bufferMedium:
 		bufferPools[1].Put(b)
-	case c >= BufferSmall:
+	case BufferSmall:
 		bufferPools[0].Put(b)
 	}
+}
+
+// BufferCap is the capacity of the buffer GetBuffer(n) returns: its size
+// class (n ≤ bufferLarge).
+func BufferCap(n int) int {
+	switch {
+	case n <= BufferSmall:
+		return BufferSmall
+	case n <= bufferMedium:
+		return bufferMedium
+	default:
+		return bufferLarge
+	}
+}
+
+// FrameBufferCap is the capacity of the buffer FrameBuffer returns for a
+// frame of the given size field: its class when size is within
+// frameSizeMax, the small class otherwise (the frame is refused unread).
+func FrameBufferCap(size, frameSizeMax uint32) int {
+	if size > frameSizeMax {
+		return BufferSmall
+	}
+	return BufferCap(int(size))
 }
 
 // FrameBuffer returns a buffer for the next frame on r: its size is peeked
@@ -75,4 +99,11 @@ func FrameBuffer(r *bufio.Reader, frameSizeMax uint32) *[]byte {
 		return GetBuffer(0)
 	}
 	return GetBuffer(int(size))
+}
+
+// BufferLargeCap is the largest buffer capacity, BufferCap of a full
+// frame: the most one buffer can hold, so the server's memory budget must
+// be above it.
+func BufferLargeCap() int {
+	return bufferLarge
 }

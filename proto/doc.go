@@ -33,14 +33,19 @@
 // concurrently, in any order: a request sees the effects of every request
 // whose response had arrived before it was sent, and nothing is promised
 // about the others — so a client sends fsync after its writes' responses,
-// not beside them. A request over the in-flight limit is answered
-// StatusBusy, not run.
+// not beside them. A server does not read past the in-flight limit (nor
+// past its own memory budget): the client's writes block until responses
+// have gone out (backpressure), so a client must read while it writes.
+// StatusBusy is only a hello reply's (too many connections of the peer's
+// uid).
 //
 // Errors: a malformed frame or payload (ErrMalformed) ends the connection:
 // the server answers StatusBadMessage — for the frame's request id, or id 0
 // when it could not read one — and closes. An unknown op (ErrUnknownOp) is
-// answered StatusNoSys and the connection goes on: the frame's size kept
-// the stream in step. A failed operation is a response with its status, a
+// answered StatusNoSys, and data or a read length over IOSizeMax
+// (ErrOverLimit) StatusInvalid, and the connection goes on: the frame's size
+// kept the stream in step. A traceparent that does not parse is ignored
+// (W3C Trace Context), never an error. A failed operation is a response with its status, a
 // message and no payload.
 //
 // # Streaming
@@ -77,10 +82,12 @@
 //     and the payload. (ReadFrame's checkHeader; decoder.take, path, str;
 //     ReadDirReply.decode; TestReadFrame_HugeSizeAllocatesNothing)
 //  2. Encoding is canonical: every value has one encoding, and a decoder
-//     accepts only that one (booleans 0 or 1, lowercase traceparents, no
-//     unknown flags or bits, zero unset setattr fields, no trailing bytes).
-//     So decode∘encode and encode∘decode are identities. (Validate in
-//     every decode; FuzzReadFrame, FuzzDecodeRequest, FuzzDecodeReply)
+//     accepts only that one (booleans 0 or 1, no unknown flags or bits,
+//     zero unset setattr fields, no trailing bytes). So decode∘encode and
+//     encode∘decode are identities — but for a traceparent that does not
+//     parse, which is dropped (ignored, as W3C asks), so that the frame
+//     re-encodes without it. (Validate in every decode; FuzzReadFrame,
+//     FuzzDecodeRequest, FuzzDecodeReply)
 //  3. What an encoder writes, its peer's decoder accepts: AppendRequest and
 //     AppendResponse validate first, and no valid payload exceeds
 //     FrameSizeMax. (Validate; endFrame; the limits' compile-time checks)

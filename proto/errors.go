@@ -23,6 +23,14 @@ var (
 	// that request id and keeps the connection.
 	ErrUnknownOp = errors.New("proto: unknown op")
 
+	// ErrOverLimit marks a well-framed, well-formed request whose data or
+	// read length is over IOSizeMax. It is not ErrMalformed: the frame's
+	// size kept the stream in step and the value is only too large, so
+	// the server answers StatusInvalid (EINVAL) for that request id and
+	// keeps the connection, as it does for a length over the connection's
+	// negotiated Limits.IOSizeMax.
+	ErrOverLimit = errors.New("proto: request over a limit")
+
 	// ErrVersion marks a handshake with no protocol version both sides
 	// speak. The server answers StatusVersion and closes.
 	ErrVersion = errors.New("proto: no common protocol version")

@@ -22,7 +22,8 @@ import (
 //	   5     1  op
 //	   6     2  flags: bit 0 FlagTraceparent; the other bits must be 0
 //	   8     8  request id (u64, not 0)
-//	  16    55  traceparent, text "00-<32 hex>-<16 hex>-<2 hex>" (only with FlagTraceparent)
+//	  16    55  traceparent, text "00-<32 hex>-<16 hex>-<2 hex>" (only with FlagTraceparent;
+//	            one that does not parse is ignored)
 //	16|71    …  payload: the op's request (size - 16 or - 71 bytes)
 //
 // Response frame:
@@ -181,11 +182,13 @@ func decodeRequestFrame(f Frame, flags Flags, b []byte) (Frame, error) {
 		if len(rest) < TraceparentLen {
 			return Frame{}, malformed("traceparent overruns the frame (%d bytes left)", len(rest))
 		}
-		t, err := parseTraceparent(rest[:TraceparentLen])
-		if err != nil {
-			return Frame{}, err
+		// A traceparent that does not parse (uppercase hex, another
+		// version, an all-zero id) is ignored, as W3C Trace Context asks
+		// of a vendor that cannot parse it: the request starts a new
+		// trace and is served. Its 55 bytes still delimit the payload.
+		if t, err := parseTraceparent(rest[:TraceparentLen]); err == nil {
+			f.Trace = t
 		}
-		f.Trace = t
 		rest = rest[TraceparentLen:]
 	}
 	f.Payload = rest

@@ -66,8 +66,19 @@ func FuzzReadFrame(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a frame ReadFrame accepted does not encode: %v (%+v)", err, fr)
 		}
-		if !bytes.Equal(again, in[:size]) {
-			t.Fatalf("re-encoded frame differs:\n in %x\nout %x", in[:size], again)
+		want := in[:size]
+		if fr.Kind == proto.KindRequest && in[6]&byte(proto.FlagTraceparent) != 0 && fr.Trace.IsZero() {
+			// A traceparent that does not parse is ignored: the frame
+			// re-encodes without it.
+			if _, err := proto.ParseTraceparent(string(in[16 : 16+proto.TraceparentLen])); err == nil {
+				t.Fatalf("a valid traceparent was dropped: %q", in[16:16+proto.TraceparentLen])
+			}
+			want = append(append([]byte(nil), in[:16]...), in[16+proto.TraceparentLen:size]...)
+			binary.LittleEndian.PutUint32(want, size-proto.TraceparentLen)
+			want[6] &^= byte(proto.FlagTraceparent)
+		}
+		if !bytes.Equal(again, want) {
+			t.Fatalf("re-encoded frame differs:\n in %x\nout %x", want, again)
 		}
 		switch {
 		case fr.Kind == proto.KindRequest:
@@ -109,11 +120,20 @@ func FuzzDecodeReply(f *testing.F) {
 func checkRequest(t *testing.T, op proto.Op, payload []byte) {
 	req, err := proto.DecodeRequest(op, payload)
 	if err != nil {
-		if errors.Is(err, proto.ErrMalformed) == errors.Is(err, proto.ErrUnknownOp) {
-			t.Fatalf("not exactly one of ErrMalformed and ErrUnknownOp: %v", err)
+		n := 0
+		for _, e := range []error{proto.ErrMalformed, proto.ErrUnknownOp, proto.ErrOverLimit} {
+			if errors.Is(err, e) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("not exactly one of ErrMalformed, ErrUnknownOp and ErrOverLimit: %v", err)
 		}
 		if errors.Is(err, proto.ErrUnknownOp) != !op.Known() {
 			t.Fatalf("op %d: %v", op, err)
+		}
+		if errors.Is(err, proto.ErrOverLimit) && op != proto.OpRead && op != proto.OpWrite && op != proto.OpPut {
+			t.Fatalf("op %v over a limit: %v", op, err)
 		}
 		return
 	}

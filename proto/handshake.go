@@ -23,7 +23,8 @@ import (
 //
 //	off  size  field
 //	  0     4  magic "USTP"
-//	  4     2  status: OK, or StatusVersion / StatusBadMessage and the server closes
+//	  4     2  status: OK, or StatusVersion / StatusBadMessage / StatusAccess /
+//	            StatusBusy and the server closes
 //	  6     2  version chosen: the highest both speak (0 unless OK)
 //	  8     4  frame size max, Limits.FrameSizeMax (0 unless OK)
 //	 12     4  in-flight max, Limits.InflightMax (0 unless OK)

@@ -29,7 +29,6 @@ func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func TestReadFrame_Malformed(t *testing.T) {
 	good, _ := proto.AppendRequest(nil, 5, sampleTrace, &proto.Stat{Ino: 256})
-	tp := []byte(sampleTrace.String())
 	withSize := func(b []byte, size uint32) []byte {
 		b = bytes.Clone(b)
 		binary.LittleEndian.PutUint32(b, size)
@@ -52,10 +51,6 @@ func TestReadFrame_Malformed(t *testing.T) {
 		{"response size under header", frameBytes(proto.KindResponse, 1, 0, 1, nil), proto.KindResponse, "less than its header"},
 		{"request id 0", frameBytes(proto.KindRequest, proto.OpSync, 0, 0, nil), proto.KindRequest, "id 0"},
 		{"unknown flag", frameBytes(proto.KindRequest, proto.OpSync, 2, 1, nil), proto.KindRequest, "unknown request flags"},
-		{"traceparent version", frameBytes(proto.KindRequest, proto.OpSync, 1, 1, cat([]byte("01"), tp[2:])), proto.KindRequest, "version"},
-		{"traceparent uppercase", frameBytes(proto.KindRequest, proto.OpSync, 1, 1, []byte(strings.ToUpper(string(tp)))), proto.KindRequest, "lowercase hex"},
-		{"traceparent zero id", frameBytes(proto.KindRequest, proto.OpSync, 1, 1, []byte("00-00000000000000000000000000000000-00f067aa0ba902b7-01")), proto.KindRequest, "all-zero"},
-		{"traceparent dashes", frameBytes(proto.KindRequest, proto.OpSync, 1, 1, []byte("00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")), proto.KindRequest, "is not 00-"},
 		{"unknown status", frameBytes(proto.KindResponse, 1, 999, 1, le16(0)), proto.KindResponse, "unknown status"},
 		{"OK with message", frameBytes(proto.KindResponse, 1, 0, 1, cat(le16(1), []byte("x"))), proto.KindResponse, "message with status OK"},
 		{"failure with payload", frameBytes(proto.KindResponse, 1, 1, 1, cat(le16(0), []byte("x"))), proto.KindResponse, "payload bytes with status"},
@@ -148,15 +143,68 @@ func TestDecodeRequest_Malformed(t *testing.T) {
 		{"setattr nanoseconds", proto.OpSetAttr, cat(le64(1), le32(uint32(proto.SetAtime)), attr[12:32], le64(0), le32(1e9), attr[44:]), "nanoseconds"},
 		{"create perm type bits", proto.OpCreate, cat(le64(256), le32(0o100644), []byte{1, 'f'}), "bits outside"},
 		{"write unknown flag", proto.OpWrite, cat(le64(1), le64(0), le32(4)), "unknown flags"},
-		{"write too much data", proto.OpWrite, cat(le64(1), le64(0), le32(0), make([]byte, proto.IOSizeMax+1)), "more than 1048576"},
-		{"read too long", proto.OpRead, cat(le64(1), le64(0), le32(proto.IOSizeMax+1)), "more than 1048576"},
-		{"put too much data", proto.OpPut, cat(le16(2), []byte("/a"), []byte{0}, make([]byte, proto.IOSizeMax+1)), "more than 1048576"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := proto.DecodeRequest(c.op, c.in)
 			if !errors.Is(err, proto.ErrMalformed) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("got %v, want ErrMalformed saying %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// TestReadFrame_TraceparentIgnored: a traceparent that is not a valid W3C
+// one (another version, uppercase hex, an all-zero id, wrong separators)
+// is ignored, never an error (docs/TRACING.md): the frame decodes without
+// it and its payload still starts after its 55 bytes.
+func TestReadFrame_TraceparentIgnored(t *testing.T) {
+	tp := []byte(sampleTrace.String())
+	stat := le64(256)
+	for _, c := range []struct{ name, tp string }{
+		{"version", "01" + string(tp[2:])},
+		{"uppercase", strings.ToUpper(string(tp))},
+		{"zero trace id", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"},
+		{"zero parent id", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"},
+		{"dashes", "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := readOne(frameBytes(proto.KindRequest, proto.OpStat, 1, 1, cat([]byte(c.tp), stat)), proto.KindRequest, proto.FrameSizeMin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !f.Trace.IsZero() {
+				t.Fatalf("trace %v, want none", f.Trace)
+			}
+			req, err := proto.DecodeRequest(f.Op, f.Payload)
+			if err != nil || req.(*proto.Stat).Ino != 256 {
+				t.Fatalf("payload after the ignored traceparent: %+v, %v", req, err)
+			}
+		})
+	}
+}
+
+// TestDecodeRequest_OverLimit: data or a read length over IOSizeMax in a
+// payload that decodes is ErrOverLimit with EINVAL, not ErrMalformed: the
+// server answers it and keeps the connection.
+func TestDecodeRequest_OverLimit(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		op   proto.Op
+		in   []byte
+	}{
+		{"write too much data", proto.OpWrite, cat(le64(1), le64(0), le32(0), make([]byte, proto.IOSizeMax+1))},
+		{"read too long", proto.OpRead, cat(le64(1), le64(0), le32(2*proto.IOSizeMax))},
+		{"read length absurd", proto.OpRead, cat(le64(1), le64(0), le32(1<<32-1))},
+		{"put too much data", proto.OpPut, cat(le16(2), []byte("/a"), []byte{0}, make([]byte, proto.IOSizeMax+1))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := proto.DecodeRequest(c.op, c.in)
+			if !errors.Is(err, proto.ErrOverLimit) || errors.Is(err, proto.ErrMalformed) || !strings.Contains(err.Error(), "more than 1048576") {
+				t.Fatalf("got %v, want ErrOverLimit", err)
+			}
+			if s := proto.StatusOf(err); s != proto.StatusInvalid {
+				t.Fatalf("status %v, want EINVAL", s)
 			}
 		})
 	}

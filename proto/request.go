@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 )
@@ -41,7 +42,9 @@ func AppendRequest(dst []byte, id uint64, t Traceparent, req Request) ([]byte, e
 
 // DecodeRequest decodes the payload of a request frame of op op. An op this
 // version does not know is ErrUnknownOp (answer StatusNoSys and go on);
-// anything else wrong is ErrMalformed (answer StatusBadMessage and close).
+// data or a read length over IOSizeMax is ErrOverLimit, which also wraps
+// EINVAL (answer StatusInvalid and go on); anything else wrong is
+// ErrMalformed (answer StatusBadMessage and close).
 // Byte-slice fields (Write.Data, Put.Data) alias payload.
 func DecodeRequest(op Op, payload []byte) (Request, error) {
 	req := newRequest(op)
@@ -54,6 +57,11 @@ func DecodeRequest(op Op, payload []byte) (Request, error) {
 		return nil, fmt.Errorf("%v request: %w", op, err)
 	}
 	if err := req.Validate(); err != nil {
+		if errors.Is(err, syscall.EMSGSIZE) {
+			// Only checkData says EMSGSIZE: a number too large in a
+			// payload that decoded, not bytes out of step.
+			return nil, fmt.Errorf("%w: %v request: %v: %w", ErrOverLimit, op, err, syscall.EINVAL)
+		}
 		return nil, fmt.Errorf("%w: %v request: %v", ErrMalformed, op, err)
 	}
 	return req, nil

@@ -30,10 +30,10 @@ const (
 	StatusTooManyLinks Status = 12 // EMLINK
 	StatusReadOnly     Status = 13 // EROFS
 	StatusLoop         Status = 14 // ELOOP
-	StatusAccess       Status = 15 // EACCES
+	StatusAccess       Status = 15 // EACCES; in a hello reply: the peer is not allowed
 	StatusCanceled     Status = 16 // ECANCELED: the server gave the request up
 	StatusTimedOut     Status = 17 // ETIMEDOUT: a server-side deadline passed
-	StatusBusy         Status = 18 // EBUSY: more than InflightMax requests in flight
+	StatusBusy         Status = 18 // EBUSY: hello reply only: too many connections of the peer's uid
 	StatusNoSys        Status = 19 // ENOSYS: unknown op code
 	StatusBadMessage   Status = 20 // EBADMSG: protocol error; the server closes
 	StatusVersion      Status = 21 // EPROTONOSUPPORT: no common protocol version

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -24,13 +23,19 @@ import (
 //   - slots: the reader takes a token before it reads a frame; the writer
 //     gives it back once the frame's response is written. len(slots) is
 //     the number of requests read and not yet answered.
+//   - the server's budget: the reader takes each request's bytes
+//     (conn_read.go); the writer gives them back with the slot. A
+//     response carries its request's charge.
 //   - out: workers send their responses (each holds a slot); the reader
-//     sends ENOSYS responses (holding a slot) and, after every worker has
-//     ended, the connection's last frame; then it closes out. cap(out) is
-//     in-flight max + 1, so no send ever blocks.
+//     sends ENOSYS and EINVAL responses (holding a slot) and, after every
+//     worker has ended, the connection's last frame; then it closes out.
+//     cap(out) is in-flight max + 1, so no send ever blocks.
 //   - inflight: the ids read and not yet answered, under mu. The reader
 //     adds, the writer removes just before writing the response (so that
 //     a client reusing an id after reading its response is never refused).
+//   - nc's read deadline: the reader's (idle, frame), and stop's (now),
+//     which the reader never overrides: it checks stopping after it sets
+//     one. The write deadline: the writer's alone.
 //   - ctx: the requests' context; cancelled when the peer is gone (a read
 //     or write error) or the server forces its shutdown. Cancelling it
 //     closes nc.
@@ -62,11 +67,12 @@ type conn struct {
 
 // response is one encoded frame for the writer. buf is returned to its pool
 // once written; id (not 0) leaves inflight just before; slot says whether
-// writing it gives a slot back.
+// writing it gives a slot back; charge is the budget bytes it gives back.
 type response struct {
-	buf  *[]byte
-	id   uint64
-	slot bool
+	buf    *[]byte
+	id     uint64
+	slot   bool
+	charge int64
 }
 
 func newConn(s *Server, nc *net.UnixConn, id uint64) *conn {
@@ -104,12 +110,22 @@ func (c *conn) serve() {
 		return
 	}
 	c.log = c.log.With("pid", peer.PID, "uid", peer.UID, "gid", peer.GID)
-	c.br = bufio.NewReaderSize(c.nc, readBufferSize)
-	c.bw = bufio.NewWriterSize(c.nc, writeBufferSize)
-	limits, ok := c.handshake(peer)
+	verdict, counted := c.s.admit(peer.UID)
+	if counted {
+		defer c.s.leave(peer.UID)
+	}
+	if verdict == dropped {
+		c.logLimited(c.s.limitLog, "connection over the limits; closed at once", "uid", peer.UID,
+			"conn_max", c.s.opts.ConnMax, "conn_reserved", c.s.opts.ConnReserved, "conn_per_uid_max", c.s.opts.ConnPerUIDMax)
+		return
+	}
+	limits, ok := c.handshake(peer, verdict)
 	if !ok {
 		return
 	}
+	// The buffers only now: a refused or silent peer costs none.
+	c.br = bufio.NewReaderSize(c.nc, readBufferSize)
+	c.bw = bufio.NewWriterSize(c.nc, writeBufferSize)
 	c.slots = make(chan struct{}, limits.InflightMax)
 	c.out = make(chan response, limits.InflightMax+1)
 	c.log.Debug("connection open", "inflight_max", limits.InflightMax, "frame_size_max", limits.FrameSizeMax)
@@ -129,17 +145,28 @@ func (c *conn) serve() {
 	c.log.Debug("connection closed", "requests", c.requests.Load())
 }
 
-// handshake reads the client's hello and answers it: refused (EACCES) if
-// the peer is not on the allow-list, StatusVersion or StatusBadMessage
-// for a hello it cannot accept. It reports whether the connection goes on.
-func (c *conn) handshake(peer peerCred) (proto.Limits, bool) {
+// logLimited writes a WARN line through l: at most one per interval, with
+// the count of lines suppressed before it.
+func (c *conn) logLimited(l *logLimit, msg string, args ...any) {
+	if ok, n := l.allow(); ok {
+		c.log.Warn(msg, append(args, "suppressed", n)...)
+	}
+}
+
+// handshake reads the client's hello and answers it: refused with EACCES
+// if the peer is not on the allow-list, EBUSY if it is over its
+// connection limit (verdict), StatusVersion or StatusBadMessage for a
+// hello it cannot accept. It reports whether the connection goes on. The
+// hello is read straight from nc (exactly its 8 bytes), before the
+// connection's buffers exist.
+func (c *conn) handshake(peer peerCred, verdict admission) (proto.Limits, bool) {
 	allowed := c.s.allow.allows(peer)
 	timeout := helloTimeout
-	if !allowed {
-		timeout = refuseTimeout
+	if !allowed || verdict != admitted {
+		timeout = time.Duration(c.s.refuseTimeout.Load())
 	}
 	c.nc.SetReadDeadline(time.Now().Add(timeout))
-	h, err := proto.ReadHello(c.br)
+	h, err := proto.ReadHello(c.nc)
 	c.nc.SetReadDeadline(time.Time{})
 	if c.stopping.Load() {
 		// Checked after the deadline is cleared: a stop before the clear
@@ -154,9 +181,14 @@ func (c *conn) handshake(peer peerCred) (proto.Limits, bool) {
 		c.nc.SetWriteDeadline(time.Time{})
 	}
 	if !allowed {
-		c.log.Warn("peer refused: not on the allow-list", "err", ErrPeerRefused, "groups", peer.Groups,
+		c.logLimited(c.s.refusedLog, "peer refused: not on the allow-list", "err", ErrPeerRefused, "groups", peer.Groups,
 			"allow_uids", c.s.allow.uids, "allow_gids", c.s.allow.gids)
 		reply(proto.HelloReply{Status: proto.StatusAccess})
+		return proto.Limits{}, false
+	}
+	if verdict == refusedBusy {
+		c.logLimited(c.s.limitLog, "peer refused: too many connections for its uid", "conn_per_uid_max", c.s.opts.ConnPerUIDMax)
+		reply(proto.HelloReply{Status: proto.StatusBusy})
 		return proto.Limits{}, false
 	}
 	if errors.Is(err, io.EOF) {
@@ -177,97 +209,6 @@ func (c *conn) handshake(peer peerCred) (proto.Limits, bool) {
 	return proto.Limits{}, false
 }
 
-// readLoop reads and starts requests until the connection ends. It returns
-// the connection's last frame to send, if any: StatusBadMessage after a
-// malformed frame, StatusShutdown after a shutdown.
-func (c *conn) readLoop(limits proto.Limits) *response {
-	for {
-		if c.stopping.Load() {
-			// Before the select, which could pick a free slot over a
-			// closed stopCh.
-			return c.lastFrame(0, 0, proto.StatusShutdown, "the server is shutting down")
-		}
-		select {
-		case c.slots <- struct{}{}:
-		case <-c.stopCh:
-			return c.lastFrame(0, 0, proto.StatusShutdown, "the server is shutting down")
-		}
-		buf := proto.FrameBuffer(c.br, limits.FrameSizeMax)
-		f, err := proto.ReadFrame(c.br, proto.KindRequest, limits.FrameSizeMax, *buf)
-		if err != nil {
-			proto.PutBuffer(buf)
-			<-c.slots
-			return c.readFailed(err)
-		}
-		// f (its payload, the data of a write or put) is in buf: buf goes
-		// back to its pool when the request is done with it.
-		c.requests.Add(1)
-		req, err := proto.DecodeRequest(f.Op, f.Payload)
-		switch {
-		case errors.Is(err, proto.ErrUnknownOp):
-			proto.PutBuffer(buf)
-			if !c.track(f.ID) {
-				<-c.slots
-				return c.lastFrame(0, 0, proto.StatusBadMessage, fmt.Sprintf("request id %d is already in flight", f.ID))
-			}
-			c.respond(f.ID, f.Op, nil, nil, err)
-			continue
-		case err != nil:
-			proto.PutBuffer(buf)
-			<-c.slots
-			c.log.Warn("malformed request; closing the connection", "id", f.ID, "op", f.Op, "err", err)
-			if c.isInflight(f.ID) {
-				return c.lastFrame(0, 0, proto.StatusBadMessage, err.Error())
-			}
-			return c.lastFrame(f.ID, f.Op, proto.StatusBadMessage, err.Error())
-		}
-		if !c.track(f.ID) {
-			proto.PutBuffer(buf)
-			<-c.slots
-			c.log.Warn("request id reused while in flight; closing the connection", "id", f.ID)
-			return c.lastFrame(0, 0, proto.StatusBadMessage, fmt.Sprintf("request id %d is already in flight", f.ID))
-		}
-		c.workers.Add(1)
-		go c.run(f.ID, f.Trace, req, buf, limits)
-	}
-}
-
-// readFailed decides what a failed read means: the end of a clean
-// connection, a shutdown, a peer gone, or a malformed frame.
-func (c *conn) readFailed(err error) *response {
-	switch {
-	case c.stopping.Load():
-		return c.lastFrame(0, 0, proto.StatusShutdown, "the server is shutting down")
-	case errors.Is(err, io.EOF):
-		// The client closed at a frame boundary: the requests under way
-		// finish, their responses go out if it still reads.
-		return nil
-	case errors.Is(err, proto.ErrMalformed):
-		c.log.Warn("malformed frame; closing the connection", "err", err)
-		return c.lastFrame(0, 0, proto.StatusBadMessage, err.Error())
-	default:
-		// The peer is gone (a reset, a closed socket): nobody will read
-		// the responses; cancel the requests under way.
-		c.log.Debug("read failed; closing the connection", "err", err)
-		c.cancel()
-		return nil
-	}
-}
-
-// lastFrame encodes a failed response to end the connection with: for
-// request id (op) when the frame that broke the rules named one that is
-// not in flight, for the connection (id 0) otherwise.
-func (c *conn) lastFrame(id uint64, op proto.Op, s proto.Status, msg string) *response {
-	if id == 0 {
-		op = 0
-	}
-	buf := proto.GetBuffer(0)
-	b, err := proto.AppendResponse(*buf, id, op, s, msg, nil)
-	assert.That(err == nil, "server: a failed response does not encode")
-	*buf = b
-	return &response{buf: buf}
-}
-
 // track adds id to the ids in flight; false if it is already there.
 func (c *conn) track(id uint64) bool {
 	c.mu.Lock()
@@ -279,55 +220,17 @@ func (c *conn) track(id uint64) bool {
 	return true
 }
 
+// untrack removes id from the ids in flight, for a request given up before
+// it ran.
+func (c *conn) untrack(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.inflight, id)
+}
+
 func (c *conn) isInflight(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.inflight[id]
 	return ok
-}
-
-// respond encodes the response to request id — reply, or err's status —
-// into out (a new buffer if nil) and hands it to the writer; the caller
-// holds the request's slot, which the writer gives back.
-func (c *conn) respond(id uint64, op proto.Op, out *[]byte, reply proto.Reply, err error) {
-	if out == nil {
-		out = proto.GetBuffer(0)
-	}
-	*out = encodeResponse((*out)[:0], id, op, reply, err, c.log)
-	c.out <- response{buf: out, id: id, slot: true}
-}
-
-// writeLoop writes responses until out is closed, flushing when no other
-// response is waiting. After a write error it keeps draining out (giving
-// slots and buffers back) so that no worker ever blocks, and cancels the
-// connection's context: the peer is gone.
-func (c *conn) writeLoop() {
-	broken := false
-	for r := range c.out {
-		if r.id != 0 {
-			c.mu.Lock()
-			_, ok := c.inflight[r.id]
-			delete(c.inflight, r.id)
-			c.mu.Unlock()
-			assert.That(ok, "server: a response for a request id not in flight")
-		}
-		if !broken {
-			_, err := c.bw.Write(*r.buf)
-			if err == nil && len(c.out) == 0 {
-				err = c.bw.Flush()
-			}
-			if err != nil {
-				broken = true
-				c.log.Debug("write failed; dropping the responses still to come", "err", err)
-				c.cancel()
-			}
-		}
-		proto.PutBuffer(r.buf)
-		if r.slot {
-			<-c.slots
-		}
-	}
-	if !broken {
-		c.bw.Flush()
-	}
 }

@@ -68,16 +68,31 @@ func spanName(op proto.Op) string {
 
 // run serves one request on its own goroutine and hands its response to
 // the writer. reqBuf holds the request's frame (a write's data aliases it).
-func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[]byte, limits proto.Limits) {
+func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
 	defer c.workers.Done()
 	ctx, end := c.startRequest(req.Op(), tp)
 	if h := c.s.testHook; h != nil {
 		h(ctx, req)
 	}
-	reply, out, err := c.s.dispatch(ctx, req, limits)
+	var (
+		reply proto.Reply
+		out   *[]byte
+		err   error
+	)
+	if f := c.s.testFilter.Load(); f != nil {
+		err = (*f)(ctx, req)
+	}
+	if err == nil {
+		reply, out, err = c.s.dispatch(ctx, req, limits)
+	}
 	end(err)
 	proto.PutBuffer(reqBuf)
-	c.respond(id, req.Op(), out, reply, err)
+	if out == nil {
+		// Taken at its largest (a readdir's entries), so that encoding
+		// never grows it.
+		out = proto.GetBuffer(replySizeMax(req, limits))
+	}
+	c.respond(id, req.Op(), out, reply, err, charge)
 }
 
 // emptyReply is the reply of the ops that answer only their status. It is

@@ -5,16 +5,23 @@
 // in-flight bound of requests run concurrently, their responses go back in
 // whatever order they finish, and when the bound is reached the server stops
 // reading that socket until a response has gone out (backpressure: the
-// client's writes block in the kernel; nothing queues in the server).
+// client's writes block in the kernel; nothing queues in the server). The
+// same holds across connections for memory: a server-wide budget of bytes
+// in flight (Options.InflightBytesMax) that every request's buffers are
+// charged to before they exist.
 //
 // Files, by concept: server.go (the listener's life: New, Serve, Shutdown),
 // listen.go (the socket file: stale sockets, mode, group), socket_path.go
 // (whether a path could be listened on, checked before anything is
-// created), peer_cred.go
-// (SO_PEERCRED, SO_PEERGROUPS, the allow-list), device_lock.go (one server
-// per device), conn.go (a connection: handshake, reader, writer),
-// dispatch.go (a request → a store call → a reply), limits.go (every bound
-// and why), errors.go. Frame buffers are proto's (proto/buffers.go).
+// created), peer_cred.go (SO_PEERCRED, SO_PEERGROUPS, the allow-list),
+// admit.go (who gets a connection slot: per-uid limit, slots reserved for
+// admins), device_lock.go (one server per device), conn.go (a connection
+// and its handshake), conn_read.go (the reader: deadlines, the budget),
+// conn_write.go (the writer), budget.go (bytes in flight), mem_release.go
+// (memory handed back after a burst), log_limit.go (rate-limited peer
+// logs), dispatch.go (a request → a store call → a reply), limits.go
+// (every bound and why), errors.go. Frame buffers are proto's
+// (proto/buffers.go).
 //
 // # A connection
 //
@@ -25,16 +32,44 @@
 //	            │  stops reading)                                 └─(frame written: give the slot back)
 //
 // The reader takes a slot before it reads a frame, so a connection never
-// holds more than in-flight max requests (each with its request and
-// response buffers, at most FrameSizeMax each) and in-flight max worker
-// goroutines. The writer gives a slot back once the response's bytes are
+// holds more than in-flight max requests and in-flight max worker
+// goroutines; and it takes the frame's bytes from the server's budget
+// before it reads the frame, so the request and response buffers of all
+// connections together stay within InflightBytesMax (conn_read.go,
+// budget.go). The writer gives a slot back once the response's bytes are
 // written, so that the slot covers the response's memory too. Because every
 // sender to out holds a slot (or is the reader sending the last,
 // connection-level frame after every worker has ended), out never fills and
 // no sender ever blocks on it.
 //
-// The server never answers StatusBusy: a request past the bound is not even
-// read until a slot is free. A client counts a request in flight until its
+// The server never answers a request StatusBusy: a request past the bound
+// is not even read until a slot is free. (EBUSY is a hello reply's: a uid
+// over its connection limit, admit.go.)
+//
+// # Memory
+//
+// Outside the store's own budgets (cache, dirty data), the server's memory
+// is bounded by
+//
+//	InflightBytesMax                       request and response buffers (default 256 MiB)
+//	+ connections × ~136 KiB               bufio reader and writer, a last frame
+//	+ requests in flight × a goroutine     (≤ InflightBytesMax / 8 KiB of them)
+//
+// The 1 MiB response to a read takes its share before it is allocated;
+// buffers go back to size-class pools (proto/buffers.go) that the garbage
+// collector empties, so the memory returns once the load ends.
+// TestServer_Budget_ReadFlood runs issue 14's attack (20 connections
+// pipelining 1 MiB reads, never reading) against a 16 MiB budget and checks
+// the live heap.
+//
+// # Deadlines
+//
+// A connection with nothing in flight that sends nothing for IdleTimeout is
+// closed; a frame that started must arrive whole within FrameTimeout; every
+// write of responses has WriteTimeout, so a client that does not read is
+// closed and can hold neither the budget nor a graceful shutdown. Each ends
+// the connection with a connection-level ETIMEDOUT (the write timeout
+// silently: the client is not reading). A client counts a request in flight until its
 // response has arrived, and the server gives the slot back only once that
 // response is written, so a client within the bound never waits on it.
 //
@@ -55,23 +90,33 @@
 // # Invariants
 //
 //  1. A connection has at most its in-flight max requests read and not yet
-//     answered, so at most that many worker goroutines and request/response
-//     buffers; the server has at most ConnMax connections. (conn.slots,
-//     Server.connSem; TestServer_Backpressure_StopsReading)
-//  2. A frame's size is checked against the negotiated limit before any
+//     answered, so at most that many worker goroutines; the server has at
+//     most ConnMax connections, other users than AdminUIDs at most ConnMax −
+//     ConnReserved, one such uid at most 2 × ConnPerUIDMax (counting those
+//     being refused). (conn.slots, Server.connSem, Server.admit;
+//     TestServer_Backpressure_StopsReading, TestServer_ConnPerUID_Limit,
+//     TestServer_ConnReserved_AdminGetsIn)
+//  2. The request and response buffers of all connections together never
+//     exceed InflightBytesMax: each is charged to the budget before it is
+//     taken, at its size class, and a response never grows past its charge.
+//     No one waits for the budget while holding any of it, and one charge is
+//     at most a full frame and a small buffer, half the least budget: no
+//     deadlock. (budget.takeLocked and conn.respond assert it;
+//     TestServer_Budget_ReadFlood, TestBudget_Acquire_FIFO)
+//  3. A frame's size is checked against the negotiated limit before any
 //     buffer is chosen for it; a refused size allocates nothing.
 //     (proto.ReadFrame; proto.FrameBuffer; TestServer_AbsurdLength_AllocatesNothing)
-//  3. Every request read gets exactly one response, unless the connection
+//  4. Every request read gets exactly one response, unless the connection
 //     ends first; a request id is in flight from the read of its frame until
 //     its response is about to be written, and a reused id is a protocol
 //     error. (conn.track; the assertion in conn.writeLoop)
-//  4. A connection's goroutines all end when it ends, whatever the peer does:
+//  5. A connection's goroutines all end when it ends, whatever the peer does:
 //     the reader ends on EOF, error or shutdown; workers end when their store
 //     call returns; the writer ends when out is closed, after every worker.
 //     (TestServer_DisconnectMidRequest_NoLeak)
-//  5. Serve and Shutdown return only after every request goroutine has
+//  6. Serve and Shutdown return only after every request goroutine has
 //     returned: the caller may close the store then. (Server.connWG)
-//  6. The socket file is removed only if it is the one this server created
+//  7. The socket file is removed only if it is the one this server created
 //     (same device and inode); a file that is not a socket is never removed.
 //     (removeSocket, listenUnix)
 package server

@@ -1,6 +1,10 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	"ustore/proto"
+)
 
 // Every bound of the server, with its reason. The protocol's own bounds
 // (frame size, in-flight requests, names, paths) are in proto/limits.go;
@@ -12,6 +16,40 @@ const (
 	// pipelines on one connection; a thousand is far more than a machine's
 	// local clients.
 	connMaxDefault = 1024
+
+	// connReservedDefault of the connections are kept for the admins
+	// (Options.ConnReserved): enough for a few tools at once.
+	connReservedDefault = 8
+
+	// connPerUIDMaxDefault bounds one user's connections
+	// (Options.ConnPerUIDMax): a client pipelines on one connection, so
+	// tens are plenty, and sixteen users at the limit still leave room.
+	connPerUIDMaxDefault = 64
+
+	// inflightBytesMaxDefault is the budget of bytes in flight
+	// (Options.InflightBytesMax), the size of the cache's and the dirty
+	// data's default budgets: 256 full frames, or tens of thousands of
+	// small requests, across all connections.
+	inflightBytesMaxDefault = 256 << 20
+
+	// idleTimeoutDefault closes an idle connection (Options.IdleTimeout):
+	// long enough for a client between bursts, short enough that idle
+	// connections do not pile up.
+	idleTimeoutDefault = 5 * time.Minute
+
+	// frameTimeoutDefault bounds the reading of a started frame
+	// (Options.FrameTimeout); a full frame over a local socket takes
+	// under a millisecond.
+	frameTimeoutDefault = 10 * time.Second
+
+	// writeTimeoutDefault bounds each write of responses
+	// (Options.WriteTimeout): a third of serve's --shutdown-timeout, so a
+	// client that never reads cannot hold a graceful shutdown to it.
+	writeTimeoutDefault = 10 * time.Second
+
+	// logIntervalDefault: at most one line per interval of each kind a
+	// peer can cause at will (Options.LogInterval).
+	logIntervalDefault = 10 * time.Second
 
 	// helloTimeout bounds the wait for a client's hello: a peer that
 	// connects and says nothing must not hold a connection slot.
@@ -50,3 +88,15 @@ const responseHeaderSize = 18
 
 // attrSize is the size of an encoded Attr (docs/PROTOCOL.md).
 const attrSize = 96
+
+// inflightBytesMin is the least budget of bytes in flight: two full frame
+// buffers. One acquisition is at most a full frame buffer and a small one
+// (a write's frame and its reply), so every one can be met.
+var inflightBytesMin = int64(2 * proto.BufferLargeCap())
+
+// readDirReplyMax is the encoded size of a readdir reply of n entries at
+// most, names at their longest (docs/PROTOCOL.md: count u32, then entries
+// of ino, cookie, type, name length and name).
+func readDirReplyMax(n uint32) int {
+	return responseHeaderSize + 4 + int(n)*(8+8+1+1+proto.NameLenMax)
+}

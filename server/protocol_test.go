@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -349,5 +350,55 @@ func TestServer_Traceparent_InRequestContext(t *testing.T) {
 	}
 	if s := <-got; s != "" {
 		t.Fatalf("a request without a traceparent: %q", s)
+	}
+}
+
+// TestServer_OverLimit_EINVAL_ConnectionGoesOn: a read longer than
+// IOSizeMax (2 MiB, and the largest u32) and a write with more data than
+// IOSizeMax in a frame within the limit are answered EINVAL, as
+// docs/PROTOCOL.md says, and the connection goes on.
+func TestServer_OverLimit_EINVAL_ConnectionGoesOn(t *testing.T) {
+	ts := newStoreServer(t)
+	rc, _ := handshake(t, ts.sock)
+	readOf := func(id uint64, n uint32) []byte {
+		b := request(t, id, &proto.Read{Ino: client.RootIno, Len: 1})
+		binary.LittleEndian.PutUint32(b[len(b)-4:], n)
+		return b
+	}
+	write := request(t, 3, &proto.Write{Ino: client.RootIno, Data: make([]byte, proto.IOSizeMax)})
+	write = append(write, 0) // one byte over IOSizeMax, the frame within its limit
+	binary.LittleEndian.PutUint32(write, uint32(len(write)))
+	rc.write(readOf(1, 2<<20))
+	rc.write(readOf(2, 1<<32-1))
+	rc.write(write)
+	rc.write(request(t, 4, &proto.Stat{Ino: client.RootIno}))
+	for id := uint64(1); id <= 3; id++ {
+		if f := rc.read(); f.ID != id || f.Status != proto.StatusInvalid {
+			t.Fatalf("request %d: %+v, want EINVAL", id, f)
+		}
+	}
+	if f := rc.read(); f.ID != 4 || f.Status != proto.StatusOK {
+		t.Fatalf("the request after them: %+v", f)
+	}
+}
+
+// TestServer_Traceparent_MalformedIgnored: a request whose traceparent is
+// not a valid W3C one (uppercase hex) is served, without a trace, as
+// docs/TRACING.md promises.
+func TestServer_Traceparent_MalformedIgnored(t *testing.T) {
+	st, _ := newTestStore(t)
+	got := make(chan string, 1)
+	ts := startServer(t, st, Options{}, func(ctx context.Context, _ proto.Request) { got <- Traceparent(ctx) })
+	rc, _ := handshake(t, ts.sock)
+	tp, _ := proto.ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	b := request(t, 1, &proto.Stat{Ino: client.RootIno})
+	b, _ = proto.AppendRequest(b[:0], 1, tp, &proto.Stat{Ino: client.RootIno})
+	copy(b[16:16+proto.TraceparentLen], strings.ToUpper(tp.String()))
+	rc.write(b)
+	if f := rc.read(); f.ID != 1 || f.Status != proto.StatusOK {
+		t.Fatalf("%+v, want OK", f)
+	}
+	if s := <-got; s != "" {
+		t.Fatalf("server saw traceparent %q, want none", s)
 	}
 }

@@ -42,6 +42,40 @@ type Options struct {
 	// ConnMax bounds the connections served at once (default 1024); past
 	// it the server stops accepting until one ends.
 	ConnMax int
+	// ConnReserved of the ConnMax slots are kept for AdminUIDs (default
+	// 8): other users together never hold more than ConnMax −
+	// ConnReserved connections, so an administrator can always connect.
+	ConnReserved int
+	// ConnPerUIDMax bounds the connections of one uid that is not in
+	// AdminUIDs (default 64); past it a connection is refused with EBUSY
+	// at the hello, and past twice it closed at once (admit.go).
+	ConnPerUIDMax int
+	// AdminUIDs may use the reserved slots and are exempt from
+	// ConnPerUIDMax. nil means root and the server's own uid; an empty
+	// non-nil slice names none.
+	AdminUIDs []uint32
+	// InflightBytesMax bounds the bytes in flight across all connections:
+	// request frame buffers held and response buffers not yet written
+	// (default 256 MiB, at least 2 × proto.FrameSizeMax). Past it the
+	// server stops reading requests until responses have gone out
+	// (budget.go).
+	InflightBytesMax int64
+	// IdleTimeout closes a connection that has no request in flight and
+	// sends nothing for this long, with a connection-level ETIMEDOUT
+	// (default 5 minutes; negative: never).
+	IdleTimeout time.Duration
+	// FrameTimeout bounds the reading of one request frame once its first
+	// byte has arrived (default 10 s): a client that starts a frame and
+	// stalls gets a connection-level ETIMEDOUT and is closed.
+	FrameTimeout time.Duration
+	// WriteTimeout bounds each write of responses to the socket (default
+	// 10 s): a client that does not read its responses is closed, so it
+	// holds neither the in-flight budget nor a graceful shutdown longer.
+	WriteTimeout time.Duration
+	// LogInterval rate-limits the log lines a peer causes at will (a
+	// refused or dropped connection): at most one per interval, with a
+	// count of those suppressed (default 10 s).
+	LogInterval time.Duration
 	// Logger receives the server's structured logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -77,6 +111,44 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ConnMax < 0 {
 		return o, fmt.Errorf("server: ConnMax %d", o.ConnMax)
 	}
+	if o.ConnReserved == 0 {
+		o.ConnReserved = min(connReservedDefault, o.ConnMax/2)
+	}
+	if o.ConnPerUIDMax == 0 {
+		o.ConnPerUIDMax = connPerUIDMaxDefault
+	}
+	if o.ConnReserved < 0 || o.ConnReserved >= o.ConnMax || o.ConnPerUIDMax < 0 {
+		return o, fmt.Errorf("server: ConnReserved %d and ConnPerUIDMax %d: want 0 ≤ reserved < ConnMax (%d) and per uid ≥ 1",
+			o.ConnReserved, o.ConnPerUIDMax, o.ConnMax)
+	}
+	if o.AdminUIDs == nil {
+		o.AdminUIDs = []uint32{0}
+		if os.Getuid() != 0 {
+			o.AdminUIDs = append(o.AdminUIDs, uint32(os.Getuid()))
+		}
+	}
+	if o.InflightBytesMax == 0 {
+		o.InflightBytesMax = inflightBytesMaxDefault
+	}
+	if o.InflightBytesMax < inflightBytesMin {
+		return o, fmt.Errorf("server: InflightBytesMax %d is less than %d (two full frames: one request must always fit)",
+			o.InflightBytesMax, inflightBytesMin)
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = idleTimeoutDefault
+	}
+	if o.FrameTimeout == 0 {
+		o.FrameTimeout = frameTimeoutDefault
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = writeTimeoutDefault
+	}
+	if o.FrameTimeout < 0 || o.WriteTimeout < 0 {
+		return o, fmt.Errorf("server: FrameTimeout %v and WriteTimeout %v must be positive", o.FrameTimeout, o.WriteTimeout)
+	}
+	if o.LogInterval <= 0 {
+		o.LogInterval = logIntervalDefault
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -107,18 +179,35 @@ type Server struct {
 	connSem chan struct{} // a token per connection served: ConnMax
 	connWG  sync.WaitGroup
 
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	closing bool
+	budget *budget // bytes in flight, all connections
+	mem    *memRelease
+
+	// refusedLog, limitLog and protoLog rate-limit the lines peers cause
+	// at will: refusals, connection limits, protocol errors.
+	refusedLog, limitLog, protoLog *logLimit
+
+	mu          sync.Mutex
+	conns       map[*conn]struct{}
+	closing     bool
+	admins      []uint32       // Options.AdminUIDs; tests change it
+	uidConns    map[uint32]int // connections counted by admit, per uid
+	unprivConns int            // their total
 
 	quit     chan struct{} // closed when shutdown begins
 	quitOnce sync.Once
 	serving  atomic.Bool
 	connIDs  atomic.Uint64
 
+	// refuseTimeout is the const refuseTimeout (nanoseconds); tests
+	// lengthen it while connections run.
+	refuseTimeout atomic.Int64
+
 	// testHook, set by tests before Serve, runs before each request is
 	// dispatched: it can hold a request in flight.
 	testHook func(ctx context.Context, req proto.Request)
+	// testFilter, set by tests (while serving: atomic), may refuse a
+	// request: its error is the response, and the store is not called.
+	testFilter atomic.Pointer[func(ctx context.Context, req proto.Request) error]
 }
 
 // New creates the socket (Options.Socket, with its mode and group) and
@@ -148,15 +237,28 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		limits: proto.Limits{FrameSizeMax: opts.FrameSizeMax, InflightMax: opts.InflightMax},
 		allow:  allowList{uids: opts.AllowUIDs, gids: opts.AllowGIDs},
 		ln:     ln, sockID: id, base: base, cancel: cancel,
-		connSem: make(chan struct{}, opts.ConnMax),
-		conns:   map[*conn]struct{}{},
-		quit:    make(chan struct{}),
+		connSem:    make(chan struct{}, opts.ConnMax),
+		budget:     newBudget(opts.InflightBytesMax),
+		refusedLog: newLogLimit(opts.LogInterval),
+		limitLog:   newLogLimit(opts.LogInterval),
+		protoLog:   newLogLimit(opts.LogInterval),
+		conns:      map[*conn]struct{}{},
+		admins:     opts.AdminUIDs,
+		uidConns:   map[uint32]int{},
+		quit:       make(chan struct{}),
 	}
+	s.refuseTimeout.Store(int64(refuseTimeout))
+	s.mem = newMemRelease(s.budget)
 	s.log.Info("listening", "socket", opts.Socket, "mode", fmt.Sprintf("%#o", opts.SocketMode.Perm()),
-		"allow_uids", opts.AllowUIDs, "allow_gids", opts.AllowGIDs,
-		"inflight_max", opts.InflightMax, "frame_size_max", opts.FrameSizeMax)
+		"allow_uids", opts.AllowUIDs, "allow_gids", opts.AllowGIDs, "admin_uids", opts.AdminUIDs,
+		"inflight_max", opts.InflightMax, "frame_size_max", opts.FrameSizeMax, "inflight_bytes_max", opts.InflightBytesMax,
+		"conn_max", opts.ConnMax, "conn_reserved", opts.ConnReserved, "conn_per_uid_max", opts.ConnPerUIDMax,
+		"idle_timeout", opts.IdleTimeout, "frame_timeout", opts.FrameTimeout, "write_timeout", opts.WriteTimeout)
 	return s, nil
 }
+
+// Budget reports the bytes in flight against Options.InflightBytesMax.
+func (s *Server) Budget() BudgetStats { return s.budget.stats() }
 
 // Addr is the socket's path.
 func (s *Server) Addr() string { return s.opts.Socket }

@@ -37,7 +37,17 @@ type serveConfig struct {
 	DirtyBytes      int64
 	CommitInterval  time.Duration
 	ShutdownTimeout time.Duration
-	LogLevel        slog.Level
+	// The service's bounds (server.Options): bytes in flight, connections,
+	// deadlines.
+	InflightBytes int64
+	ConnMax       int
+	ConnPerUID    int
+	ConnReserved  int
+	AdminUIDs     []uint32 // nil: the server's default (root and its own uid)
+	IdleTimeout   time.Duration
+	FrameTimeout  time.Duration
+	WriteTimeout  time.Duration
+	LogLevel      slog.Level
 	// Tracing and metrics endpoints, kept for the tracing setup: OTLP
 	// traces to OTLPEndpoint, a Prometheus scrape endpoint on MetricsAddr.
 	OTLPEndpoint string
@@ -65,6 +75,8 @@ func newServeCommand() *cobra.Command {
 		backend, logLevel                string
 		allowUIDs, allowGIDs             []string
 		commitInterval, shutdownTimeout  time.Duration
+		inflightSize                     string
+		adminUIDs                        []string
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -96,6 +108,20 @@ or a file that is not a socket, is an error. Each client's credentials
 (SO_PEERCRED) must match --allow-uid or --allow-gid (default: the server's own
 uid and root); others are refused with EACCES. When $NOTIFY_SOCKET is set
 (systemd Type=notify), serve sends READY=1 once the socket is listening.
+
+Bounds, so that no client can take the service down (docs/design/service.md):
+  --inflight-size   bytes of requests and responses in flight, all connections
+                    together; past it the server stops reading requests until
+                    responses have gone out. Memory for requests stays under it.
+  --conn-max        connections at once; --conn-reserved of them only for
+                    --admin-uid (default root and the server's uid), so an
+                    administrator can always connect; any other user has at
+                    most --conn-per-uid (then EBUSY at the hello).
+  --idle-timeout    closes a connection with nothing in flight that sends
+                    nothing (0: never); --frame-timeout bounds the reading of a
+                    request that has started; --write-timeout closes a client
+                    that does not read its responses (so it cannot hold the
+                    shutdown).
 
 SIGTERM or SIGINT shuts down gracefully: no new connections, the requests
 already received finish and are answered, then the filesystem is unmounted
@@ -130,6 +156,7 @@ log, so without the files fsynced after it (a warning says so).`,
 			cfg.Size = parse("size", size)
 			cfg.CacheBytes = parse("cache-size", cacheSize)
 			cfg.DirtyBytes = parse("dirty-size", dirtySize)
+			cfg.InflightBytes = parse("inflight-size", inflightSize)
 			if err != nil {
 				return err
 			}
@@ -146,6 +173,15 @@ log, so without the files fsynced after it (a warning says so).`,
 			}
 			if cfg.AllowGIDs, err = parseIDs(allowGIDs, server.LookupGroup); err != nil {
 				return usageError{fmt.Errorf("--allow-gid: %w", err)}
+			}
+			if cfg.AdminUIDs, err = parseIDs(adminUIDs, server.LookupUser); err != nil {
+				return usageError{fmt.Errorf("--admin-uid: %w", err)}
+			}
+			if cfg.ConnMax < 1 || cfg.ConnPerUID < 1 || cfg.ConnReserved < 1 || cfg.ConnReserved >= cfg.ConnMax {
+				return usageError{errors.New("--conn-max, --conn-per-uid and --conn-reserved must be ≥ 1, and --conn-reserved less than --conn-max")}
+			}
+			if cfg.IdleTimeout < 0 || cfg.FrameTimeout <= 0 || cfg.WriteTimeout <= 0 {
+				return usageError{errors.New("--idle-timeout must be ≥ 0, --frame-timeout and --write-timeout > 0")}
 			}
 			if err := cfg.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
@@ -176,6 +212,14 @@ log, so without the files fsynced after it (a warning says so).`,
 	f.StringSliceVar(&allowGIDs, "allow-gid", nil, "groups allowed to connect (a peer's primary or supplementary group), names or gids")
 	f.StringVar(&cacheSize, "cache-size", "256M", "tree node cache budget")
 	f.StringVar(&dirtySize, "dirty-size", "256M", "buffered dirty data budget; writers wait for writeback past it")
+	f.StringVar(&inflightSize, "inflight-size", "256M", "bytes of requests and responses in flight, all connections together; reading waits past it (at least 2M+16K)")
+	f.IntVar(&cfg.ConnMax, "conn-max", 1024, "connections served at once")
+	f.IntVar(&cfg.ConnPerUID, "conn-per-uid", 64, "connections of one user (not an --admin-uid); past it EBUSY at the hello")
+	f.IntVar(&cfg.ConnReserved, "conn-reserved", 8, "of --conn-max, connections only --admin-uid users may take")
+	f.StringSliceVar(&adminUIDs, "admin-uid", nil, "users who may take the reserved connections and are not limited per uid, names or uids (default: root and the server's own uid)")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection with nothing in flight that sends nothing for this long (0: never)")
+	f.DurationVar(&cfg.FrameTimeout, "frame-timeout", 10*time.Second, "a request that has started must arrive whole within this")
+	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 10*time.Second, "close a client that does not read its responses for this long")
 	f.DurationVar(&commitInterval, "commit-interval", 5*time.Second, "periodic transaction commit interval")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for the requests under way")
 	f.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces, such as localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, or none)")
@@ -189,6 +233,15 @@ log, so without the files fsynced after it (a warning says so).`,
 	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
 		"for benchmarks only: fsync relogs an inode item with an inserting search (parent write locks) instead of a leaf-only one (ustore bench fsync-randwrite)")
 	return c
+}
+
+// idleTimeout is --idle-timeout for server.Options: 0 (never) is negative
+// there, where 0 means the default.
+func idleTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // defaultSocket is the socket next to the device: ustore-data/ustore.img →
@@ -279,7 +332,9 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	}
 
 	srv, err := server.New(st, server.Options{Socket: cfg.Socket, SocketMode: cfg.SocketMode, SocketGroup: cfg.SocketGroup,
-		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log})
+		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log,
+		InflightBytesMax: cfg.InflightBytes, ConnMax: cfg.ConnMax, ConnPerUIDMax: cfg.ConnPerUID, ConnReserved: cfg.ConnReserved,
+		AdminUIDs: cfg.AdminUIDs, IdleTimeout: idleTimeout(cfg.IdleTimeout), FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout})
 	if err != nil {
 		return err
 	}
