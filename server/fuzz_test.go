@@ -48,11 +48,6 @@ const (
 	fsckEvery       = 5000
 )
 
-// fuzzLinkMax bounds the links the fuzzer may add to one inode: until the
-// store refuses an INODE_REF that would outgrow a leaf (issue 14, item 1),
-// many long names linked to one inode abort the transaction.
-const fuzzLinkMax = 8
-
 func FuzzServer_Frames(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed)
@@ -318,9 +313,6 @@ func (g *goodClients) filter(st *store.Store) func(ctx context.Context, req prot
 			protected, grows = mine(r.Dir), true
 		case *proto.Link:
 			protected, grows = mine(r.Ino, r.Dir), true
-			if a, err := st.Stat(r.Ino); err == nil && a.Nlink >= fuzzLinkMax {
-				protected = true
-			}
 		case *proto.Unlink:
 			protected = mine(r.Dir) || named(r.Dir, r.Name)
 		case *proto.Rmdir:
