@@ -90,36 +90,42 @@ func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) 
 	return w.Set(logtree.LogInodeKey(ino), []byte{byte(flags)})
 }
 
-// logNames logs every name of ino, and the parents created in tid.
+// logNames logs every name of ino and, walking up, each parent created in
+// tid that has no names in the log yet, up to a committed directory (or
+// the root): the name needs somewhere to live after replay.
+//
+// The walk is depth-first in the order of each inode's INODE_REFs — the
+// order a recursion would take — but over an explicit stack on the heap:
+// one transaction may create a chain of directories as deep as it likes,
+// and a goroutine's stack must not grow with it (STYLE.md: no recursion
+// over unbounded depth; TestLog_DeepNewDirs).
 func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
-	var keys []engine.Key
-	var refs [][]byte
-	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
-			return false
-		}
-		keys = append(keys, k)
-		refs = append(refs, append([]byte(nil), b...))
-		return true
-	})
+	// nameFrame is one inode whose names are logged: the parents of its
+	// names not yet looked at are parents[next:].
+	type nameFrame struct {
+		ino     uint64
+		parents []uint64
+		next    int
+	}
+	parents, err := s.logOwnNames(w, tid, ino)
 	if err != nil {
 		return err
 	}
-	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^uint64(0))); err != nil {
-		return err
-	}
-	if err := w.Insert(keys, refs); err != nil {
-		return err
-	}
-	s.track.namesLogged(tid, ino)
-	for _, k := range keys {
-		parent := k.Offset
+	stack := []nameFrame{{ino: ino, parents: parents}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next == len(top.parents) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		parent := top.parents[top.next]
+		top.next++
 		if parent == engine.RootDirIno || s.track.hasNames(tid, parent) {
 			continue
 		}
 		b, err := s.fs.Lookup(inodeKey(parent))
 		if err != nil {
-			return fmt.Errorf("parent %d of %d: %w", parent, ino, err)
+			return fmt.Errorf("parent %d of %d: %w", parent, top.ino, err)
 		}
 		it, err := engine.DecodeInodeItem(b)
 		if err != nil {
@@ -131,11 +137,47 @@ func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
 		if err := s.logItem(w, parent, b, logtree.LogNames); err != nil {
 			return err
 		}
-		if err := s.logNames(w, tid, parent); err != nil {
+		pp, err := s.logOwnNames(w, tid, parent)
+		if err != nil {
 			return err
 		}
+		// A directory has one name, so the walk is a chain up to a
+		// committed directory: the stack is at most that chain, a few
+		// words a frame.
+		stack = append(stack, nameFrame{ino: parent, parents: pp})
 	}
 	return nil
+}
+
+// logOwnNames replaces the log's INODE_REFs of ino with the tree's, marks
+// ino's names logged in tid, and returns the directories they are in, in
+// key order.
+func (s *Store) logOwnNames(w *logtree.Writer, tid, ino uint64) ([]uint64, error) {
+	var keys []engine.Key
+	var refs [][]byte
+	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
+		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+			return false
+		}
+		keys = append(keys, k)
+		refs = append(refs, append([]byte(nil), b...))
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^uint64(0))); err != nil {
+		return nil, err
+	}
+	if err := w.Insert(keys, refs); err != nil {
+		return nil, err
+	}
+	s.track.namesLogged(tid, ino)
+	parents := make([]uint64, len(keys))
+	for i, k := range keys {
+		parents[i] = k.Offset
+	}
+	return parents, nil
 }
 
 // logFile appends the ranges of ino changed in tid to its file log: for
