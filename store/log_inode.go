@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 	"ustore/logtree"
 	"ustore/trace"
 )
@@ -232,6 +233,10 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
 			}
 		}
 	}
+	// Append-only (invariant 11): the records take the sequence numbers
+	// after the inode's last one, in order.
+	assert.That(len(keys) == 0 || keys[len(keys)-1].Offset == seq-1 && keys[0].Offset == seq-uint64(len(keys)),
+		"store: a file log's records are appended after its last (invariant 11)")
 	if err := w.Insert(keys, items); err != nil {
 		return err
 	}
@@ -553,6 +558,12 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 		}
 		return "", &errFallback{"log_poisoned"}
 	}
+	// The generation this inode is logged at is its own transaction's and
+	// stays above lastLogCommit until its sync is durable (the committer
+	// waits for this context's Done): so inLog, which reads both without a
+	// lock, cannot answer yes for it before then (store invariants 8, 9).
+	assert.That(engine.LogTransaction(lctx.Generation()) == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
+	assert.That(lctx.Generation() > s.tlog.LastLogCommit(), "store: a generation being logged is not yet durable (invariant 8)")
 	w, err := s.tlog.Writer(lt)
 	if err == nil {
 		changes := in.changes.Load()
