@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 	"ustore/trace"
 )
 
@@ -122,6 +123,7 @@ func (c *Ctx) Done() {
 		c.left = true
 		if l.tid == c.tid && l.logTransid == c.sub {
 			l.logWriters--
+			assert.That(l.logWriters >= 0, "logtree: a sub-transaction's writers are counted once each (invariant 1)")
 			l.cond.Broadcast()
 		}
 	}
@@ -197,6 +199,11 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 		}
 		break
 	}
+	// The committer of c.sub: its writers are all done (1), no other sync
+	// is in flight (2), and the log is not poisoned (4).
+	assert.That(l.logWriters == 0 && c.sub == l.logTransid, "logtree: a sync begins with no writer, on the current sub-transaction (invariant 1)")
+	assert.That(l.logCommit[idx] == nil && l.logCommit[(c.sub+1)%2] == nil, "logtree: one sync at a time (invariant 2)")
+	assert.That(l.forceCommit != c.tid, "logtree: a poisoned log is never synced (invariant 4)")
 	r := &syncResult{done: make(chan struct{})}
 	l.logCommit[idx] = r
 	ctxs := l.logCtxs[idx]
@@ -207,7 +214,10 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 
 	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub)
 	if err == nil {
-		l.lastLogCommit.Store(c.Generation()) // no logMutex: only committers write it
+		// No logMutex: only committers write it, one at a time, in
+		// sub-transaction order (2, 3).
+		assert.That(c.Generation() > l.lastLogCommit.Load(), "logtree: lastLogCommit only grows (invariant 3)")
+		l.lastLogCommit.Store(c.Generation())
 	}
 	c.batch = len(ctxs)
 	l.stats.syncs.Add(1)

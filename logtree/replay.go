@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 )
 
 // Target applies a log's items to the filesystem; the store implements it.
@@ -100,6 +101,7 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 		rep.Took = time.Since(start)
 		return rep, cerr
 	}
+	assert.That(items != nil, "logtree: replay applies only a log read and verified whole (invariant 5)")
 	if err := apply(e, tr, target, items, &rep); err != nil {
 		tr.End()
 		return rep, e.Abort(fmt.Errorf("logtree: replay: %w", err))

@@ -11,11 +11,11 @@
 // attr.go (stat, setattr, statfs, readdir), times.go (the timestamp range),
 // io.go (write, read), pages.go (buffered pages), writeback.go and
 // flusher.go (dirty data to extents; the budget), extents.go and csum.go
-// (extent and checksum items), truncate.go, fsync.go (the durability
-// decision), itable.go (inodes in memory), check.go and check_items.go
-// (fsck), scrub.go (fsck --data: every data block against its checksum),
-// ino_paths.go (an inode's paths, for reports), read_only.go (the degraded,
-// read-only mount), store.go (mount and unmount), path.go.
+// (extent and checksum items), truncate.go, log_*.go (fsync: see "The
+// fsync path" below), itable.go (inodes in memory), check.go and
+// check_items.go (fsck), scrub.go (fsck --data: every data block against its
+// checksum), ino_paths.go (an inode's paths, for reports), read_only.go (the
+// degraded, read-only mount), store.go (mount and unmount), path.go.
 //
 // # Invariants
 //
@@ -52,10 +52,50 @@
 //     → transaction handle → extMu → tree locks; see inode's comment for
 //     why a handle holder never waits on an inode lock. (inode)
 //  8. fsync's "already durable?" is one atomic load of the inode's last
-//     transaction and one of the commit sequence: no lock. (fsync)
-//  9. A read-only store changes nothing: every change fails with EROFS
+//     transaction and one of the commit sequence, or (inLog) of the
+//     inode's logged marks and the log's lastLogCommit: no lock. A
+//     generation still being logged is above lastLogCommit, so the lock-free
+//     answer is never yes before the log sync is durable. (fsync, inLog,
+//     logAndSync)
+//  9. An inode's logged marks (loggedChanges, loggedGen) are set under its
+//     mu, after every item of it is in the log of its own transaction, with
+//     the change count read before logging: a change made since makes
+//     inLog false. (logAndSync)
+//  10. logTrack holds the running transaction's changes only, as sorted,
+//     disjoint, non-adjacent ranges; a change of an older transaction is
+//     ignored, and an fsync of one finds errTrackGone and commits. What it
+//     cannot express (a rename, a logged name changed) makes every later
+//     fsync of the transaction commit. (logTrack.take, staleReason)
+//  11. A file's log is append-only: an fsync's records take sequence
+//     numbers after the inode's last one, a range record followed by
+//     copies of the extents in it, so replay applies them in order, later
+//     over earlier. (appendFileLog)
+//  12. A read-only store changes nothing: every change fails with EROFS
 //     before it touches an inode or a tree, and mount reads only what
 //     reads need (no free space, no highest inode number, no directory's
 //     next index); an fsync log to replay refuses the mount. (writable,
 //     checkNoPendingLog; TestStore_OpenReadOnly_DamagedTree)
+//
+// # The fsync path
+//
+// Read in this order (docs/design/logtree.md follows one fsync through the
+// first two and logtree/log.go):
+//
+//	log_fsync.go    Fsync: the fast paths (invariant 8), writeback of the
+//	                inode's dirty pages (invariant 3), then log or commit,
+//	                counted by outcome and fallback reason
+//	log_inode.go    logAndSync: a transaction handle, logtree.Join, what is
+//	                logged for the inode (logInode: its item; its names and
+//	                every parent new in the transaction, over a work list;
+//	                a file's changed ranges; a directory's changed entries
+//	                and the names of inodes it lost), Done, then the group
+//	                commit's Sync; inLog
+//	log_track.go    logTrack: what the running transaction changed since
+//	                each inode was last logged, and the fallback reasons
+//	log_replay.go   replayer, the logtree.Target that applies a log at
+//	                mount, then fixes up link counts and sizes
+//
+// logtree/doc.go has the rest of the map (group commit, the log tree's
+// writer and format, replay's stages, engine/log_tree.go) and the trouble
+// cases, each with its datadriven test.
 package store

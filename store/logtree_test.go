@@ -163,61 +163,48 @@ func TestLog_ParallelFsync(t *testing.T) {
 }
 
 // TestLog_RelogLeafOnly: an inode item logged again is updated through a
-// leaf-only search: the leaf's parent is write-locked only when the leaf
-// must be CoW'd (its first change in a log sub-transaction), so with
-// parallel fsyncs sharing sub-transactions most relogs take no parent
-// lock; the ablation (LogInsertSearch) takes it every time.
+// leaf-only search (insLen 0): the leaf is write-locked and its parent only
+// when the leaf must be CoW'd — its first change in a log sub-transaction,
+// which writes the new bytenr into the parent (as btrfs). So the parent
+// lock is saved by every relog but the first into each leaf of a
+// sub-transaction, and only there: under parallel fsyncs whose batches are
+// one or two contexts (as in fsync-randwrite) most relogs are such a first
+// change and take it anyway (an earlier version of this test saw 297 of
+// 304), which is the CoW rule, not a defect of the search.
+//
+// The test makes the saving certain: 32 relogs queued in one
+// sub-transaction behind a held log sync (queueRelogs). Their inode items
+// span a few leaves under the log tree's root, so the sub-transaction CoWs
+// the root and each of those leaves once; exactly the relogs that CoW'd a
+// leaf took the parent lock, and they are the only parent locks taken.
+// The ablation (LogInsertSearch) takes it for all 32.
 func TestLog_RelogLeafOnly(t *testing.T) {
-	var locked [2]float64
-	for i, ablate := range []bool{false, true} {
-		d := newTestDevice(t, 64<<20)
-		s := openTest(t, d, Options{CommitInterval: 5 * time.Minute, LogInsertSearch: ablate})
-		ctx := context.Background()
-		const workers, rounds = 16, 20
-		var inos [workers]uint64
-		for w := range workers {
-			a, err := s.Create(256, fmt.Sprintf("f%02d", w), 0o644)
-			if err != nil {
-				t.Fatal(err)
+	const n = 32
+	for _, ablate := range []bool{false, true} {
+		q := queueRelogs(t, n, Options{LogInsertSearch: ablate})
+		inPlace := q.logged.InPlace - q.held.InPlace
+		locked := q.logged.InPlaceParentLocked - q.held.InPlaceParentLocked
+		cows := q.treeLogged.CoWs - q.treeHeld.CoWs
+		parentLocks := q.treeLogged.ParentWriteLocks - q.treeHeld.ParentWriteLocks
+		splits := q.treeLogged.LeafSplits - q.treeHeld.LeafSplits
+		t.Logf("ablate %v: %d relogs in place, %d with the parent write-locked; log tree: %d CoWs, %d parent write locks, %d splits",
+			ablate, inPlace, locked, cows, parentLocks, splits)
+		if inPlace != n || splits != 0 || cows < 2 {
+			t.Fatalf("setup: %d relogs in place, %d splits, %d CoWs: want %d, 0, the root and at least one leaf", inPlace, splits, cows, n)
+		}
+		leaves := cows - 1 // the root, then each leaf once
+		if ablate {
+			if locked != n {
+				t.Fatalf("ablation: %d of %d relogs took the parent lock", locked, n)
 			}
-			inos[w] = a.Ino
+			continue
 		}
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for r := range rounds {
-					if _, err := s.Write(inos[w], uint64(r%4)*4096, []byte("data")); err != nil {
-						errs <- err
-						return
-					}
-					if err := s.Fsync(ctx, inos[w], false); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
+		if locked != leaves || parentLocks != leaves {
+			t.Fatalf("leaf-only: %d of %d relogs took the parent lock (%d parent locks in all); want one per leaf CoW'd, %d",
+				locked, n, parentLocks, leaves)
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
+		if leaves*4 > n {
+			t.Fatalf("setup: %d relogs over %d leaves save too little to show", n, leaves)
 		}
-		st := s.Stats().Log
-		t.Logf("ablate %v: in place %d, with the parent write-locked %d; log syncs %d for %d contexts",
-			ablate, st.InPlace, st.InPlaceParentLocked, st.Syncs, st.Contexts)
-		if st.InPlace == 0 {
-			t.Fatalf("ablate %v: no in-place relog", ablate)
-		}
-		locked[i] = float64(st.InPlaceParentLocked) / float64(st.InPlace)
-		if ablate && st.InPlaceParentLocked != st.InPlace {
-			t.Fatalf("ablation: %d of %d relogs took the parent lock", st.InPlaceParentLocked, st.InPlace)
-		}
-		closeCheck(t, s)
-	}
-	if locked[0] >= locked[1] {
-		t.Fatalf("leaf-only relogs took the parent lock as often (%.2f) as the ablation (%.2f)", locked[0], locked[1])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 )
 
 // logTrack records what the running transaction changed that an fsync may
@@ -210,6 +211,10 @@ func (t *logTrack) take(tid, key uint64, dir bool) ([]rng, error) {
 	}
 	rs := m[key].rs
 	delete(m, key)
+	for i, r := range rs {
+		assert.That(r.start < r.end && (i == 0 || rs[i-1].end < r.start),
+			"store: tracked ranges are sorted, disjoint and not adjacent (invariant 10)")
+	}
 	return rs, nil
 }
 

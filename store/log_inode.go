@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 	"ustore/logtree"
 	"ustore/trace"
 )
@@ -90,36 +91,42 @@ func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) 
 	return w.Set(logtree.LogInodeKey(ino), []byte{byte(flags)})
 }
 
-// logNames logs every name of ino, and the parents created in tid.
+// logNames logs every name of ino and, walking up, each parent created in
+// tid that has no names in the log yet, up to a committed directory (or
+// the root): the name needs somewhere to live after replay.
+//
+// The walk is depth-first in the order of each inode's INODE_REFs — the
+// order a recursion would take — but over an explicit stack on the heap:
+// one transaction may create a chain of directories as deep as it likes,
+// and a goroutine's stack must not grow with it (STYLE.md: no recursion
+// over unbounded depth; TestLog_DeepNewDirs).
 func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
-	var keys []engine.Key
-	var refs [][]byte
-	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
-			return false
-		}
-		keys = append(keys, k)
-		refs = append(refs, append([]byte(nil), b...))
-		return true
-	})
+	// nameFrame is one inode whose names are logged: the parents of its
+	// names not yet looked at are parents[next:].
+	type nameFrame struct {
+		ino     uint64
+		parents []uint64
+		next    int
+	}
+	parents, err := s.logOwnNames(w, tid, ino)
 	if err != nil {
 		return err
 	}
-	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^uint64(0))); err != nil {
-		return err
-	}
-	if err := w.Insert(keys, refs); err != nil {
-		return err
-	}
-	s.track.namesLogged(tid, ino)
-	for _, k := range keys {
-		parent := k.Offset
+	stack := []nameFrame{{ino: ino, parents: parents}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next == len(top.parents) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		parent := top.parents[top.next]
+		top.next++
 		if parent == engine.RootDirIno || s.track.hasNames(tid, parent) {
 			continue
 		}
 		b, err := s.fs.Lookup(inodeKey(parent))
 		if err != nil {
-			return fmt.Errorf("parent %d of %d: %w", parent, ino, err)
+			return fmt.Errorf("parent %d of %d: %w", parent, top.ino, err)
 		}
 		it, err := engine.DecodeInodeItem(b)
 		if err != nil {
@@ -131,11 +138,47 @@ func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
 		if err := s.logItem(w, parent, b, logtree.LogNames); err != nil {
 			return err
 		}
-		if err := s.logNames(w, tid, parent); err != nil {
+		pp, err := s.logOwnNames(w, tid, parent)
+		if err != nil {
 			return err
 		}
+		// A directory has one name, so the walk is a chain up to a
+		// committed directory: the stack is at most that chain, a few
+		// words a frame.
+		stack = append(stack, nameFrame{ino: parent, parents: pp})
 	}
 	return nil
+}
+
+// logOwnNames replaces the log's INODE_REFs of ino with the tree's, marks
+// ino's names logged in tid, and returns the directories they are in, in
+// key order.
+func (s *Store) logOwnNames(w *logtree.Writer, tid, ino uint64) ([]uint64, error) {
+	var keys []engine.Key
+	var refs [][]byte
+	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
+		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+			return false
+		}
+		keys = append(keys, k)
+		refs = append(refs, append([]byte(nil), b...))
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^uint64(0))); err != nil {
+		return nil, err
+	}
+	if err := w.Insert(keys, refs); err != nil {
+		return nil, err
+	}
+	s.track.namesLogged(tid, ino)
+	parents := make([]uint64, len(keys))
+	for i, k := range keys {
+		parents[i] = k.Offset
+	}
+	return parents, nil
 }
 
 // logFile appends the ranges of ino changed in tid to its file log: for
@@ -190,6 +233,10 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
 			}
 		}
 	}
+	// Append-only (invariant 11): the records take the sequence numbers
+	// after the inode's last one, in order.
+	assert.That(len(keys) == 0 || keys[len(keys)-1].Offset == seq-1 && keys[0].Offset == seq-uint64(len(keys)),
+		"store: a file log's records are appended after its last (invariant 11)")
 	if err := w.Insert(keys, items); err != nil {
 		return err
 	}
@@ -511,6 +558,12 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 		}
 		return "", &errFallback{"log_poisoned"}
 	}
+	// The generation this inode is logged at is its own transaction's and
+	// stays above lastLogCommit until its sync is durable (the committer
+	// waits for this context's Done): so inLog, which reads both without a
+	// lock, cannot answer yes for it before then (store invariants 8, 9).
+	assert.That(engine.LogTransaction(lctx.Generation()) == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
+	assert.That(lctx.Generation() > s.tlog.LastLogCommit(), "store: a generation being logged is not yet durable (invariant 8)")
 	w, err := s.tlog.Writer(lt)
 	if err == nil {
 		changes := in.changes.Load()

@@ -1,0 +1,109 @@
+package logtree
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ustore/dev"
+	"ustore/dev/memdev"
+	"ustore/engine"
+)
+
+// stallDevice holds the first durable write (WriteDurable: a log sync's
+// nodes and superblock) issued after hold until release: a log sync
+// stopped before its superblock is durable.
+type stallDevice struct {
+	*memdev.Device
+	armed   atomic.Bool
+	stalled chan struct{} // closed when the write is held
+	release chan struct{}
+}
+
+func (d *stallDevice) hold() {
+	d.stalled, d.release = make(chan struct{}), make(chan struct{})
+	d.armed.Store(true)
+}
+
+func (d *stallDevice) WriteDurable(stages ...[]dev.IO) error {
+	if d.armed.CompareAndSwap(true, false) {
+		close(d.stalled)
+		<-d.release
+	}
+	return d.Device.WriteDurable(stages...)
+}
+
+// waitLimit bounds the waits for something that must happen: past it the
+// mechanism under test is missing, not slow.
+const waitLimit = 30 * time.Second
+
+// TestLog_LastLogCommit_TakesNoLock: the committer publishes
+// lastLogCommit without logMutex, and a reader (the store's inLog, an
+// fsync's fast path) reads it without logMutex — the 2021 btrfs fsync
+// patch. The test holds l.mu from the moment the sync is writing its
+// nodes: the new generation must still become visible, to a reader on
+// another goroutine, before the mutex is released. Were the store moved
+// under the mutex, the committer would block on it and the generation
+// would never show.
+func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
+	d := &stallDevice{Device: memdev.New(64 << 20)}
+	if err := engine.Mkfs(d, engine.MkfsOptions{NodeSize: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Mount(d, engine.Options{CommitInterval: 5 * time.Minute,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	l := New(e)
+	tr, err := e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.End()
+	c, lt, err := l.Join(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := l.Writer(lt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set(engine.Key{ObjectID: 1000, Type: 1}, []byte("item")); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LastLogCommit(); got >= c.Generation() {
+		t.Fatalf("before the sync: lastLogCommit %#x, context's generation %#x", got, c.Generation())
+	}
+	d.hold()
+	synced := make(chan error, 1)
+	go func() { synced <- l.Sync(context.Background(), c) }()
+	<-d.stalled
+
+	l.mu.Lock()
+	close(d.release)
+	seen := make(chan uint64, 1)
+	go func() {
+		deadline := time.Now().Add(waitLimit)
+		for l.LastLogCommit() < c.Generation() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		seen <- l.LastLogCommit()
+	}()
+	got := <-seen
+	select {
+	case err := <-synced:
+		t.Errorf("Sync returned (%v) while logMutex was held: it must take it after publishing", err)
+	default:
+	}
+	l.mu.Unlock()
+	if got != c.Generation() {
+		t.Fatalf("while logMutex was held: lastLogCommit %#x, want the synced generation %#x", got, c.Generation())
+	}
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+}
