@@ -49,6 +49,10 @@ type serveConfig struct {
 	// LogInsertSearch is the benchmarks' ablation of the leaf-only search
 	// that relogs an inode item (store.Options.LogInsertSearch).
 	LogInsertSearch bool
+	// EBPF is --ebpf (auto, on, off); EBPFThreshold the lock wait from
+	// which a wait becomes a span event.
+	EBPF          string
+	EBPFThreshold time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -125,6 +129,9 @@ cancels the requests still running (the unmount still completes).`,
 			if err := cfg.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
 			}
+			if cfg.EBPF, err = parseEBPFMode(cfg.EBPF); err != nil {
+				return usageError{err}
+			}
 			if commitInterval < 0 || shutdownTimeout <= 0 {
 				return usageError{errors.New("--commit-interval must be ≥ 0 and --shutdown-timeout > 0")}
 			}
@@ -156,6 +163,8 @@ cancels the requests still running (the unmount still completes).`,
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, mutex) under /debug/pprof/ on --metrics-addr")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&cfg.EBPF, "ebpf", ebpfAuto, "eBPF probes (lock waits, commit phases, io_uring, kernel locks): auto (attach what the kernel and privileges allow), on (fail unless all attach), off")
+	f.DurationVar(&cfg.EBPFThreshold, "ebpf-wait-threshold", time.Millisecond, "lock waits at least this long become span events on the waiting request's span (with --ebpf)")
 	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
 	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
@@ -200,6 +209,11 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
+	stopEBPF, err := startEBPF(cfg.EBPF, cfg.EBPFThreshold, log)
+	if err != nil {
+		return err
+	}
+	defer stopEBPF()
 	created, err := createFormatted(cfg, log)
 	if err != nil {
 		return err

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"ustore/client"
+)
+
+// requireRoot skips a test that needs BPF when the test does not run as
+// root; CI runs as root, so it runs there.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_BPF, CAP_PERFMON) to attach BPF programs")
+	}
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the BPF programs read the amd64 markers' stack: amd64 only")
+	}
+}
+
+// TestCommand_Serve_EBPFOn_Metrics: `serve --ebpf on` attaches every
+// feature, says so, and /metrics carries the BPF histograms of the work it
+// did: commit phases, io_uring operations, and the log sync of an fsync.
+func TestCommand_Serve_EBPFOn_Metrics(t *testing.T) {
+	requireRoot(t)
+	bin := buildUstore(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	p := startServe(t, bin, "--device", filepath.Join(dir, "d.img"), "--size", "256M", "--socket", sock,
+		"--backend", "io_uring", "--metrics-addr", "127.0.0.1:0", "--commit-interval", "5m", "--ebpf", "on")
+	p.waitLog(t, "ebpf on")
+	p.waitLog(t, "attached=markers,io_uring,kernel_locks")
+	url := p.metricsURL(t)
+	before := traceScrape(t, url)
+
+	ctx := context.Background()
+	c, err := client.Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f, err := c.Create(ctx, client.RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(ctx, f.Ino, 0, bytes.Repeat([]byte("x"), 8192)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Fsync(ctx, f.Ino, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := traceScrape(t, url)
+	for _, series := range []string{
+		`ustore_ebpf_phase_seconds_count{phase="commit"}`,
+		`ustore_ebpf_phase_seconds_count{phase="super"}`,
+		`ustore_ebpf_phase_seconds_count{phase="log_sync"}`,
+	} {
+		if after[series]-before[series] < 1 {
+			t.Errorf("%s: %v → %v, want at least one more", series, before[series], after[series])
+		}
+	}
+	// The Go-side and BPF-side commit counts agree: one commit, seen twice.
+	goSide := after["ustore_commit_duration_seconds_count"] - before["ustore_commit_duration_seconds_count"]
+	bpfSide := after[`ustore_ebpf_phase_seconds_count{phase="commit"}`] - before[`ustore_ebpf_phase_seconds_count{phase="commit"}`]
+	if goSide != bpfSide {
+		t.Errorf("commits: Go side +%v, BPF side +%v", goSide, bpfSide)
+	}
+	uring := 0.0
+	for series, v := range after {
+		if strings.HasPrefix(series, "ustore_ebpf_io_uring_op_seconds_count{") {
+			uring += v
+		}
+	}
+	if uring == 0 {
+		t.Errorf("no io_uring operation counted by BPF on the io_uring backend")
+	}
+	p.stop(t)
+	if !strings.Contains(p.stderr.String(), "ebpf detached") {
+		t.Errorf("serve did not log the detach:\n%s", p.stderr.String())
+	}
+}
