@@ -49,4 +49,14 @@ type WaitEvent struct {
 	// TidBegin and TidEnd are the threads that began and ended the wait:
 	// they differ when the goroutine moved.
 	TidBegin, TidEnd uint32
+	// Joined says how the wait reached its request's trace, TraceID which
+	// trace (hex, as Jaeger shows it); "" when no span was known.
+	Joined  string
+	TraceID string
 }
+
+// How a WaitEvent joined its span (WaitEvent.Joined).
+const (
+	JoinedSpanEvent = "span_event" // a lock.wait event on the live request span
+	JoinedChildSpan = "child_span" // the span had ended: a lock.wait child span
+)

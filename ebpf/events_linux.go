@@ -67,11 +67,15 @@ func (p *Probes) readEvents() {
 			continue
 		}
 		p.events.Add(1)
-		switch trace.AddLockWait(ev.Span, ev.Start, ev.Wait, waitAttributes(ev)...) {
+		var outcome int
+		outcome, ev.TraceID = trace.AddLockWait(ev.Span, ev.Start, ev.Wait, waitAttributes(ev)...)
+		switch outcome {
 		case trace.LockWaitSpanEvent:
 			p.spanEvents.Add(1)
+			ev.Joined = JoinedSpanEvent
 		case trace.LockWaitChildSpan:
 			p.childSpans.Add(1)
+			ev.Joined = JoinedChildSpan
 		default:
 			p.unspanned.Add(1)
 		}

@@ -154,27 +154,29 @@ const (
 // AddLockWait records a lock wait that began at start and lasted wait on
 // the span whose key is key: a "lock.wait" event at the wait's end while
 // the span records, else a child span "lock.wait" from start to its end
-// (an event added after End would be dropped). It reports which.
-func AddLockWait(key uint64, start time.Time, wait time.Duration, attrs ...attribute.KeyValue) int {
+// (an event added after End would be dropped). It reports which, and the
+// trace's ID (hex, as Jaeger shows it) when it found the span.
+func AddLockWait(key uint64, start time.Time, wait time.Duration, attrs ...attribute.KeyValue) (outcome int, traceID string) {
 	if key == 0 {
-		return LockWaitNoSpan
+		return LockWaitNoSpan, ""
 	}
 	v, ok := spans.Load(key)
 	if !ok {
-		return LockWaitNoSpan
+		return LockWaitNoSpan, ""
 	}
 	e := v.(*boundSpan)
 	end := start.Add(wait)
+	traceID = e.s.SpanContext().TraceID().String()
 	if e.ended.Load() == 0 && e.s.IsRecording() {
 		e.s.AddEvent("lock.wait", oteltrace.WithTimestamp(end), oteltrace.WithAttributes(attrs...))
-		return LockWaitSpanEvent
+		return LockWaitSpanEvent, traceID
 	}
 	box := tracer.Load()
 	if box == nil {
-		return LockWaitNoSpan
+		return LockWaitNoSpan, ""
 	}
 	ctx := oteltrace.ContextWithSpanContext(context.Background(), e.s.SpanContext())
 	_, child := box.t.Start(ctx, "lock.wait", oteltrace.WithTimestamp(start), oteltrace.WithAttributes(attrs...))
 	child.End(oteltrace.WithTimestamp(end))
-	return LockWaitChildSpan
+	return LockWaitChildSpan, traceID
 }

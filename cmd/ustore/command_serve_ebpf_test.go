@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -86,5 +87,46 @@ func TestCommand_Serve_EBPFOn_Metrics(t *testing.T) {
 	p.stop(t)
 	if !strings.Contains(p.stderr.String(), "ebpf detached") {
 		t.Errorf("serve did not log the detach:\n%s", p.stderr.String())
+	}
+}
+
+// TestCommand_Serve_EBPFAuto_WithoutPrivileges: `serve --ebpf auto` started
+// without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (dropped from the bounding
+// set by setpriv before the exec, so even root lacks them) still serves,
+// and its log says eBPF is off and why; `--ebpf on` refuses to start.
+func TestCommand_Serve_EBPFAuto_WithoutPrivileges(t *testing.T) {
+	requireRoot(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("needs setpriv (util-linux) to drop capabilities")
+	}
+	bin := buildUstore(t)
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "ustore-nocaps")
+	script := "#!/bin/sh\nexec " + setpriv + " --inh-caps=-all --ambient-caps=-all --bounding-set=-bpf,-perfmon,-sys_admin -- " + bin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	p := startServe(t, wrapper, "--device", filepath.Join(dir, "d.img"), "--size", "256M", "--socket", sock, "--ebpf", "auto")
+	p.waitLog(t, "ebpf off")
+	log := p.stderr.String()
+	if !strings.Contains(log, "operation not permitted") {
+		t.Errorf("the log does not say why eBPF is off:\n%s", log)
+	}
+	ctx := context.Background()
+	c, err := client.Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, client.RootIno, "f", 0o644); err != nil {
+		t.Fatalf("a server without eBPF must serve: %v", err)
+	}
+	c.Close()
+	p.stop(t)
+
+	out, err := exec.Command(wrapper, "serve", "--device", filepath.Join(dir, "d.img"), "--socket", sock, "--ebpf", "on").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--ebpf on") {
+		t.Fatalf("--ebpf on without privileges: %v\n%s", err, out)
 	}
 }
