@@ -21,16 +21,20 @@ func TestCollector_Gather_LockWaitHistogram(t *testing.T) {
 	class := lock.NewClass("collectortest.level0", lock.NodeKind(0x1235, 0))
 	var m lock.Mutex
 	m.Init(class, 8192)
+	got := 0 // written under m
 	for range n {
 		m.Lock()
 		var wg sync.WaitGroup
-		wg.Go(func() { m.Lock(); m.Unlock() })
+		wg.Go(func() { m.Lock(); got++; m.Unlock() })
 		waitFor(t, "the waiter's begin marker", func() bool {
 			k, err := p.InflightWaits()
 			return err == nil && k == 1
 		})
 		m.Unlock()
 		wg.Wait()
+	}
+	if got != n {
+		t.Fatalf("%d waiters got the lock, want %d", got, n)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(NewCollector(p)); err != nil {

@@ -36,6 +36,21 @@ type Config struct {
 	OnWait func(WaitEvent)
 	// Log gets one line per feature that failed (slog.Default when nil).
 	Log *slog.Logger
+	// Features selects what to attach (nil: every one of Features).
+	Features []string
+}
+
+// wants reports whether cfg asks for feature f.
+func (cfg Config) wants(f string) bool {
+	if cfg.Features == nil {
+		return true
+	}
+	for _, w := range cfg.Features {
+		if w == f {
+			return true
+		}
+	}
+	return false
 }
 
 // WaitEvent is one lock wait over the threshold, as BPF saw it.

@@ -70,11 +70,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(100 * time.Microsecond)
 	}
 }
-
-func total(hs map[uint32]Hist, keys ...uint32) uint64 {
-	var n uint64
-	for _, k := range keys {
-		n += hs[k].Count()
-	}
-	return n
-}

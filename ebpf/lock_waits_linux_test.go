@@ -4,6 +4,7 @@ package ebpf
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"ustore/lock"
@@ -21,13 +22,15 @@ func TestProbes_LockWaits_ExactCounts(t *testing.T) {
 	var m lock.RWMutex
 	m.Init(class, 4096)
 
+	writes := 0            // written under m
+	var reads atomic.Int64 // bumped under m's read lock
 	for i := range n {
 		m.Lock()
 		var wg sync.WaitGroup
 		if i%2 == 0 {
-			wg.Go(func() { m.Lock(); m.Unlock() })
+			wg.Go(func() { m.Lock(); writes++; m.Unlock() })
 		} else {
-			wg.Go(func() { m.RLock(); m.RUnlock() })
+			wg.Go(func() { m.RLock(); reads.Add(1); m.RUnlock() })
 		}
 		// The begin marker has run once BPF holds the wait: the waiter
 		// is on the slow path whatever happens next.
@@ -39,6 +42,9 @@ func TestProbes_LockWaits_ExactCounts(t *testing.T) {
 		wg.Wait()
 	}
 
+	if writes != n/2 || reads.Load() != n/2 {
+		t.Fatalf("%d writers and %d readers got the lock, want %d each", writes, reads.Load(), n/2)
+	}
 	hs, err := p.LockWaits()
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,9 @@ func Attach(cfg Config) (*Probes, error) {
 	}
 	p := &Probes{cfg: cfg, failed: map[string]error{}, clock: newMonoClock()}
 	for _, f := range Features {
+		if !cfg.wants(f) {
+			continue
+		}
 		var err error
 		switch f {
 		case FeatureMarkers:
@@ -84,6 +87,9 @@ func Attach(cfg Config) (*Probes, error) {
 		errs := make([]error, 0, len(p.failed))
 		for _, f := range Features {
 			errs = append(errs, p.failed[f])
+		}
+		if len(p.failed) == 0 {
+			errs = append(errs, fmt.Errorf("ebpf: no feature selected (of %v)", Features))
 		}
 		return nil, errors.Join(errs...)
 	}

@@ -53,6 +53,7 @@ type serveConfig struct {
 	// which a wait becomes a span event.
 	EBPF          string
 	EBPFThreshold time.Duration
+	EBPFFeatures  []string // nil: all
 }
 
 func newServeCommand() *cobra.Command {
@@ -132,6 +133,9 @@ cancels the requests still running (the unmount still completes).`,
 			if cfg.EBPF, err = parseEBPFMode(cfg.EBPF); err != nil {
 				return usageError{err}
 			}
+			if err := parseEBPFFeatures(cfg.EBPFFeatures); err != nil {
+				return usageError{err}
+			}
 			if commitInterval < 0 || shutdownTimeout <= 0 {
 				return usageError{errors.New("--commit-interval must be ≥ 0 and --shutdown-timeout > 0")}
 			}
@@ -165,6 +169,7 @@ cancels the requests still running (the unmount still completes).`,
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&cfg.EBPF, "ebpf", ebpfAuto, "eBPF probes (lock waits, commit phases, io_uring, kernel locks): auto (attach what the kernel and privileges allow), on (fail unless all attach), off")
 	f.DurationVar(&cfg.EBPFThreshold, "ebpf-wait-threshold", time.Millisecond, "lock waits at least this long become span events on the waiting request's span (with --ebpf)")
+	f.StringSliceVar(&cfg.EBPFFeatures, "ebpf-features", nil, "attach only these eBPF features: markers, io_uring, kernel_locks (default all)")
 	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
 	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
@@ -209,7 +214,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
-	stopEBPF, err := startEBPF(cfg.EBPF, cfg.EBPFThreshold, log)
+	stopEBPF, err := startEBPF(cfg.EBPF, cfg.EBPFThreshold, cfg.EBPFFeatures, log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,16 +33,25 @@ func parseEBPFMode(s string) (string, error) {
 	return "", fmt.Errorf("--ebpf %q: want auto, on or off", s)
 }
 
+func parseEBPFFeatures(fs []string) error {
+	for _, f := range fs {
+		if !slices.Contains(ebpf.Features, f) {
+			return fmt.Errorf("--ebpf-features: %q is not one of %s", f, strings.Join(ebpf.Features, ", "))
+		}
+	}
+	return nil
+}
+
 // startEBPF attaches the probes as mode says and publishes them: their
 // histograms on /metrics, their long lock waits as span events (span
 // binding on). stop detaches everything; it is never nil.
-func startEBPF(mode string, threshold time.Duration, log *slog.Logger) (stop func(), err error) {
+func startEBPF(mode string, threshold time.Duration, features []string, log *slog.Logger) (stop func(), err error) {
 	stop = func() {}
 	if mode == ebpfOff || mode == "" { // "": a serveConfig built by a test, not by the flags
 		log.Info("ebpf off", "why", "--ebpf off")
 		return stop, nil
 	}
-	p, err := ebpf.Attach(ebpf.Config{WaitThreshold: threshold, Log: log})
+	p, err := ebpf.Attach(ebpf.Config{WaitThreshold: threshold, Features: features, Log: log})
 	if err != nil {
 		if mode == ebpfOn {
 			return stop, fmt.Errorf("--ebpf on: %w", err)

@@ -130,3 +130,18 @@ func TestCommand_Serve_EBPFAuto_WithoutPrivileges(t *testing.T) {
 		t.Fatalf("--ebpf on without privileges: %v\n%s", err, out)
 	}
 }
+
+// TestCommand_Serve_EBPFFeatures_Subset: --ebpf-features attaches only
+// what it names, and says so.
+func TestCommand_Serve_EBPFFeatures_Subset(t *testing.T) {
+	requireRoot(t)
+	bin := buildUstore(t)
+	dir := t.TempDir()
+	p := startServe(t, bin, "--device", filepath.Join(dir, "d.img"), "--size", "256M", "--socket", filepath.Join(dir, "s.sock"),
+		"--ebpf", "on", "--ebpf-features", "markers")
+	p.waitLog(t, "ebpf on")
+	p.stop(t)
+	if log := p.stderr.String(); !strings.Contains(log, "attached=markers\n") {
+		t.Fatalf("want exactly the markers attached:\n%s", log)
+	}
+}
