@@ -3,7 +3,7 @@ GO        ?= go
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 20s
 
-.PHONY: all build test race norace lint fmt-check check invariants fuzz bench run clean jaeger
+.PHONY: all build test race norace lint fmt-check check invariants fuzz bench run clean jaeger generate bpf-fresh
 
 all: build
 
@@ -62,6 +62,16 @@ bench:
 ## run: the main job — the service on ustore-data/ustore.img (created on first start)
 run: build
 	./ustore serve
+
+## generate: the BPF objects and their Go bindings in ebpf/ (bpf2go; needs
+## clang-14, llvm-strip-14 and libbpf-dev's headers)
+generate:
+	$(GO) generate ./ebpf
+
+## bpf-fresh: regenerate the committed BPF objects and fail when they differ
+## from what is committed (bpf2go's output is byte-for-byte reproducible)
+bpf-fresh: generate
+	@out=$$(git status --porcelain -- ebpf); if [ -n "$$out" ]; then echo "ebpf/: generated files differ from the committed ones (run make generate and commit):"; echo "$$out"; git diff --stat -- ebpf; exit 1; fi
 
 ## jaeger: bin/jaeger, the trace store the tracing tests export to, built from
 ## the version tools/go.mod pins (a cold build takes minutes and ~2.3 GB of

@@ -3,6 +3,13 @@
 # by headless Chromium: redoes docs/img/jaeger-trace.png.
 #
 # Usage: bench/jaeger-screenshot.sh [OUT.png]       (default docs/img/jaeger-trace.png)
+#        LOCKWAIT=1 bench/jaeger-screenshot.sh      (as root; default docs/img/jaeger-lockwait.png)
+#
+# LOCKWAIT=1 photographs a request that waited on a lock instead: serve runs
+# with --ebpf on --ebpf-wait-threshold $THRESHOLD (default 300us), step 3 is
+# `ustore bench fsync-randwrite --jobs 8 --duration 3s` (server-side spans
+# only), and the trace shown is the one whose lock.wait event (or child
+# span) waited longest, found through Jaeger's API with jq.
 #
 # Steps, everything on 127.0.0.1 and in a temporary directory:
 #   1. bin/jaeger (`make jaeger` when missing) with a config of this script:
@@ -30,7 +37,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-out=${1:-docs/img/jaeger-trace.png}
+lockwait=${LOCKWAIT:-}
+if [ -n "$lockwait" ]; then
+	out=${1:-docs/img/jaeger-lockwait.png}
+else
+	out=${1:-docs/img/jaeger-trace.png}
+fi
 ui=${UI_ASSETS:-$root/bench/jaegershot/ui}
 width=${WIDTH:-1600}
 height=${HEIGHT:-1000}
@@ -121,8 +133,10 @@ done
 
 go build -o "$tmp/ustore" ./cmd/ustore
 go build -o "$tmp/jaegershot" ./bench/jaegershot
+serve_flags=()
+[ -n "$lockwait" ] && serve_flags=(--ebpf on --ebpf-wait-threshold "${THRESHOLD:-300us}")
 OTEL_SDK_DISABLED= OTEL_EXPORTER_OTLP_ENDPOINT= "$tmp/ustore" serve --device "$tmp/d.img" --size 256M --socket "$tmp/s.sock" \
-	--otlp-endpoint 127.0.0.1:4318 --commit-interval 5m 2>"$tmp/serve.log" &
+	--otlp-endpoint 127.0.0.1:4318 --commit-interval 5m "${serve_flags[@]}" 2>"$tmp/serve.log" &
 serve_pid=$!
 pids+=("$serve_pid")
 for i in $(seq 300); do
@@ -131,18 +145,35 @@ for i in $(seq 300); do
 	sleep 0.1
 done
 
-trace_id=$(OTEL_SDK_DISABLED= "$tmp/jaegershot" --socket "$tmp/s.sock" --otlp-endpoint 127.0.0.1:4318)
-kill -TERM "$serve_pid"
-wait "$serve_pid" || { cat "$tmp/serve.log" >&2; echo "jaeger-screenshot: serve failed" >&2; exit 1; }
-echo "trace $trace_id"
+if [ -n "$lockwait" ]; then
+	"$tmp/ustore" bench fsync-randwrite --socket "$tmp/s.sock" --jobs 8 --duration 3s --file-size 8M --progress never >"$tmp/bench.txt"
+	kill -TERM "$serve_pid"
+	wait "$serve_pid" || { cat "$tmp/serve.log" >&2; echo "jaeger-screenshot: serve failed" >&2; exit 1; }
+	# The trace whose lock.wait (an event of the request span, or a child
+	# span when the request had ended first) waited longest.
+	sleep 2
+	trace_id=$(curl -sf "http://127.0.0.1:16686/api/traces?service=ustore&limit=5000&lookback=1h" | jq -r '
+		[.data[] | .traceID as $t | .spans[] |
+			((.logs // [])[] | select(any(.fields[]; .key == "event" and .value == "lock.wait")) | .fields),
+			(select(.operationName == "lock.wait") | .tags)
+		 | {t: $t, ms: (map(select(.key == "ustore.lock.wait_ms"))[0].value // 0)}]
+		| sort_by(.ms) | last | .t // empty')
+	[ -n "$trace_id" ] || { echo "jaeger-screenshot: no lock.wait in Jaeger (raise the load or lower THRESHOLD)" >&2; exit 1; }
+	echo "trace $trace_id"
+else
+	trace_id=$(OTEL_SDK_DISABLED= "$tmp/jaegershot" --socket "$tmp/s.sock" --otlp-endpoint 127.0.0.1:4318)
+	kill -TERM "$serve_pid"
+	wait "$serve_pid" || { cat "$tmp/serve.log" >&2; echo "jaeger-screenshot: serve failed" >&2; exit 1; }
+	echo "trace $trace_id"
 
-spans=0
-for i in $(seq 100); do
-	spans=$(curl -sf "http://127.0.0.1:16686/api/traces/$trace_id" | grep -o '"operationName"' | wc -l || true)
-	[ "$spans" -ge 21 ] && break
-	sleep 0.1
-done
-echo "Jaeger has $spans spans of it"
+	spans=0
+	for i in $(seq 100); do
+		spans=$(curl -sf "http://127.0.0.1:16686/api/traces/$trace_id" | grep -o '"operationName"' | wc -l || true)
+		[ "$spans" -ge 21 ] && break
+		sleep 0.1
+	done
+	echo "Jaeger has $spans spans of it"
+fi
 
 mkdir -p "$(dirname "$out")"
 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="$width,$height" \

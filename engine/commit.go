@@ -32,7 +32,9 @@ func (e *Engine) commit(ctx context.Context, tid uint64) error {
 	start := time.Now()
 	ctx, span := trace.Start(ctx, "journal.commit", trace.Transid(tid))
 	defer span.End()
-	phase := newCommitPhases(ctx)
+	trace.PhaseBegin(tid, trace.PhaseCommit, span.Key()) // for eBPF; ended by the defer below
+	defer trace.PhaseEnd(tid, trace.PhaseCommit)
+	phase := newCommitPhases(ctx, tid)
 	defer phase.end()
 	phase.begin("update_roots")
 	tr := &Trans{id: tid, e: e, commit: true}
@@ -220,18 +222,22 @@ func (e *Engine) nodeWrites(nodes []*ExtentBuffer) []dev.IO {
 // and one histogram observation each.
 type commitPhases struct {
 	ctx   context.Context
+	tid   uint64 // the transaction, for the phase markers
 	name  string
 	began time.Time
 	span  trace.Span
 }
 
-func newCommitPhases(ctx context.Context) *commitPhases { return &commitPhases{ctx: ctx} }
+func newCommitPhases(ctx context.Context, tid uint64) *commitPhases {
+	return &commitPhases{ctx: ctx, tid: tid}
+}
 
 // begin ends the current phase, if any, and starts the next.
 func (p *commitPhases) begin(name string, attrs ...attribute.KeyValue) {
 	p.end()
 	p.name, p.began = name, time.Now()
 	_, p.span = trace.Start(p.ctx, name, attrs...)
+	trace.PhaseBegin(p.tid, trace.PhaseByName(name), p.span.Key())
 }
 
 // end ends the current phase.
@@ -239,6 +245,7 @@ func (p *commitPhases) end() {
 	if p.name == "" {
 		return
 	}
+	trace.PhaseEnd(p.tid, trace.PhaseByName(p.name))
 	p.span.End()
 	trace.RecordCommitPhase(p.name, time.Since(p.began))
 	p.name = ""

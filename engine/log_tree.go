@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"ustore/trace"
 )
 
 // Log trees (btrfs: tree-log.c's log_root): the engine's side of fast
@@ -221,6 +223,8 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	r := st.tree.rootAt(gen)
 	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	start := time.Now()
+	trace.PhaseBegin(gen, trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
+	defer trace.PhaseEnd(gen, trace.PhaseLogSync)
 
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()

@@ -58,21 +58,15 @@ type rootRef struct {
 
 func newTree(e *Engine, id uint64) *Tree {
 	t := &Tree{id: id, eng: e, stats: &treeStats{}}
-	t.rootClass = lock.NewClass(fmt.Sprintf("tree%d.root", id), lockKindRoot)
+	t.rootClass = lock.NewClass(treeName(id)+".root", lock.RootKind(id))
 	t.rootLock.Init(t.rootClass, id)
 	for l := range t.classes {
-		t.classes[l] = lock.NewClass(fmt.Sprintf("tree%d.level%d", id, l), lockKindNode)
+		t.classes[l] = lock.NewClass(fmt.Sprintf("%s.level%d", treeName(id), l), lock.NodeKind(id, l))
 		name, level := treeName(id), l
 		t.classes[l].Observe(func(d time.Duration) { trace.RecordLockWait(name, level, d) })
 	}
 	return t
 }
-
-// Lock kinds reported to the trace markers.
-const (
-	lockKindNode uint32 = 1
-	lockKindRoot uint32 = 2
-)
 
 // ID returns the tree id.
 func (t *Tree) ID() uint64 { return t.id }

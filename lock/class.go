@@ -42,7 +42,10 @@ type ClassStats struct {
 // NewClass returns a Class. name labels its metrics; kind is handed to
 // trace.LockWaitBegin on every contended acquisition, so that BPF groups
 // waits the same way (the encoding is the caller's).
+// The write bit of kind (KindWrite) is dropped: the slow path sets it.
 func NewClass(name string, kind uint32) *Class {
+	kind &^= KindWrite
+	classNames.Store(kind, name)
 	return &Class{name: name, kind: kind}
 }
 

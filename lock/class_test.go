@@ -80,3 +80,23 @@ func TestClass_Snapshot_NeverBehind(t *testing.T) {
 		t.Fatalf("after recording: Contended %d, histogram total %d, want %d", s.Contended, s.total(), writers*each)
 	}
 }
+
+// TestKind_Pack_Fields: the kind layout BPF decodes (kind.go) keeps tree,
+// level and type apart, a class never carries the write bit, and KindName
+// finds a class by its kind with or without that bit.
+func TestKind_Pack_Fields(t *testing.T) {
+	k := NodeKind(^uint64(5), 3)
+	if k&0xff != KindNode || k>>kindLevelShift&0xff != 3 || k>>kindTreeShift&kindTreeMask != 0x7ffa || k&KindWrite != 0 {
+		t.Fatalf("NodeKind(log tree, 3) = %#x", k)
+	}
+	if r := RootKind(5); r&0xff != KindRoot || r>>kindTreeShift&kindTreeMask != 5 {
+		t.Fatalf("RootKind(5) = %#x", r)
+	}
+	c := NewClass("kindtest.level3", k|KindWrite)
+	if c.Kind() != k {
+		t.Fatalf("class kind %#x, want %#x (write bit dropped)", c.Kind(), k)
+	}
+	if KindName(k) != "kindtest.level3" || KindName(k|KindWrite) != "kindtest.level3" {
+		t.Fatalf("KindName(%#x) = %q", k, KindName(k))
+	}
+}

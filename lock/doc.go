@@ -1,5 +1,5 @@
 // Package lock is the one lock type every lock of interest in ustore goes
-// through: B-tree node locks now, the log mutex later (DESIGN.md, "Locks").
+// through: B-tree node locks and the fsync log's mutex (DESIGN.md, "Locks").
 // It wraps sync.RWMutex and sync.Mutex so that a contended acquisition is
 // visible twice: to eBPF, through the trace markers, and to Go, through a
 // per-Class wait histogram that exists without root or BPF and that tests
@@ -11,7 +11,8 @@
 // run:
 //
 //	token := next process-wide wait token
-//	trace.LockWaitBegin(id, token, class kind, 0)
+//	trace.LockWaitBegin(id, token, class kind | KindWrite if exclusive,
+//	                    trace.CurrentSpanKey())
 //	t0 := time.Now()
 //	block in the sync lock's Lock (RLock)
 //	wait := time.Since(t0)
@@ -34,9 +35,12 @@
 // "anonymous".
 //
 // Classes. A Class is a wait-accounting bucket: one per (tree id, level) for
-// node locks, one for the log mutex. Its kind (the caller's encoding, not
-// interpreted here) is passed to the begin marker so that BPF can bucket by
-// it the same way. Histogram bucket i counts waits in [2^i, 2^(i+1)) ns —
+// node locks, one for the log mutex. Its kind (kind.go: type, tree, level;
+// NodeKind, RootKind, KindLogMutex) is passed to the begin marker, with
+// KindWrite added for an exclusive acquisition, so that BPF buckets by
+// class and mode; KindName maps a kind back to its class's name for the
+// eBPF bridge. The span key is the one the waiting goroutine bound
+// (trace.Span.Bind, a request's span while eBPF is on), 0 for none. Histogram bucket i counts waits in [2^i, 2^(i+1)) ns —
 // log2 buckets, as BPF computes them — and bucket 0 also counts waits of 0 ns
 // (a clock that did not move). A nil class is allowed: the markers are still
 // called, with kind 0, and nothing is recorded. Metrics export reads

@@ -38,4 +38,4 @@ func (m *Mutex) Unlock() { m.mu.Unlock() }
 // return.
 //
 //go:noinline
-func (m *Mutex) lockSlow() { waitFor(m.id, m.class, m.mu.Lock) }
+func (m *Mutex) lockSlow() { waitFor(m.id, m.class, true, m.mu.Lock) }

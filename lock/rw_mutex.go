@@ -53,7 +53,7 @@ func (m *RWMutex) RUnlock() { m.mu.RUnlock() }
 // are a try, a branch and a return.
 //
 //go:noinline
-func (m *RWMutex) lockSlow() { waitFor(m.id, m.class, m.mu.Lock) }
+func (m *RWMutex) lockSlow() { waitFor(m.id, m.class, true, m.mu.Lock) }
 
 //go:noinline
-func (m *RWMutex) rlockSlow() { waitFor(m.id, m.class, m.mu.RLock) }
+func (m *RWMutex) rlockSlow() { waitFor(m.id, m.class, false, m.mu.RLock) }

@@ -131,6 +131,9 @@ func TestRWMutex_Lock_BlockedByReaders(t *testing.T) {
 	if got := log.check(t, map[uint64]uint32{id: kind}); got != 1 {
 		t.Fatalf("markers saw %d waits, want 1", got)
 	}
+	if got := log.writes(); got != 1 {
+		t.Fatalf("%d of 1 writer's waits marked KindWrite", got)
+	}
 }
 
 // TestRWMutex_RLock_BlockedByWriter: readers that find a writer inside wait,
@@ -160,6 +163,9 @@ func TestRWMutex_RLock_BlockedByWriter(t *testing.T) {
 	requireWaits(t, c, n, holdWait)
 	if got := log.check(t, map[uint64]uint32{id: kind}); got != n {
 		t.Fatalf("markers saw %d waits, want %d", got, n)
+	}
+	if got := log.writes(); got != 0 {
+		t.Fatalf("%d readers' waits marked KindWrite", got)
 	}
 }
 

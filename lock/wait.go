@@ -29,14 +29,18 @@ type markerCall struct {
 
 // waitFor is the slow path shared by every lock type: mark the wait's begin,
 // block in acquire, mark its end (the lock is held by then), record it. It
-// is called only after a try-lock failed.
-func waitFor(id uint64, class *Class, acquire func()) {
+// is called only after a try-lock failed; write says whether acquire takes
+// the lock exclusively (KindWrite in the marker's kind).
+func waitFor(id uint64, class *Class, write bool, acquire func()) {
 	token := tokens.Add(1)
 	kind := kindOf(class)
+	if write {
+		kind |= KindWrite
+	}
 	if markerHook != nil {
 		markerHook(markerCall{begin: true, id: id, token: token, kind: kind})
 	}
-	trace.LockWaitBegin(id, token, kind, 0) // span keys come with trace's OTel part
+	trace.LockWaitBegin(id, token, kind, trace.CurrentSpanKey()) // the waiter's request, when bound
 	t0 := time.Now()
 	acquire()
 	wait := time.Since(t0)

@@ -9,6 +9,7 @@ import (
 
 	"ustore/engine"
 	"ustore/internal/assert"
+	"ustore/lock"
 	"ustore/trace"
 )
 
@@ -21,7 +22,7 @@ var ErrLogForceCommit = errors.New("logtree: fsync needs a full commit")
 type Log struct {
 	e *engine.Engine
 
-	mu   sync.Mutex
+	mu   lock.Mutex // class log_mutex, id engine.LogTreeID: its waits are traced
 	cond *sync.Cond // signalled when writers drop or a sync ends
 	// tid is the transaction the state below belongs to; a Join in a newer
 	// transaction starts it afresh (the old log went with its commit).
@@ -66,6 +67,7 @@ type Ctx struct {
 // New returns the log of engine e.
 func New(e *engine.Engine) *Log {
 	l := &Log{e: e}
+	l.mu.Init(lock.NewClass("log_mutex", lock.KindLogMutex), engine.LogTreeID)
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }

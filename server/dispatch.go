@@ -39,7 +39,9 @@ func (c *conn) startRequest(op proto.Op, tp proto.Traceparent) (ctx context.Cont
 	}
 	start := time.Now()
 	ctx, span := trace.Start(ctx, spanName(op), trace.Op(op.String()))
+	binding := span.Bind() // lock waits of this goroutine name the span (eBPF)
 	return ctx, func(err error) {
+		binding.Unbind()
 		if err != nil {
 			span.RecordError(err)
 		}

@@ -36,7 +36,9 @@
 //
 // A marker is a function that does nothing, called at a point a BPF program
 // wants to see: LockWaitBegin just before a contended lock acquisition
-// blocks, LockWaitEnd just after it got the lock. With nothing attached a
+// blocks, LockWaitEnd just after it got the lock; PhaseBegin and PhaseEnd
+// around each commit, each of its phases (phases.go) and each log sync, so
+// that BPF times them independently of the Go-side spans. With nothing attached a
 // begin+end pair costs a few ns (about 3 ns in the study, 5–9 ns measured by
 // BenchmarkMarkers_Pair on a loaded 2-vCPU VM); callers make the calls only
 // on slow paths (package lock calls them only after a failed try-lock), so
@@ -79,7 +81,8 @@
 //  3. The argument frame sizes match the Go declarations (go vet's asmdecl),
 //     so the stack layout BPF reads is the one the Go signature implies:
 //     LockWaitBegin id@0 token@8 kind@16 (uint32, padded) span@24;
-//     LockWaitEnd id@0 token@8.
+//     LockWaitEnd id@0 token@8; PhaseBegin id@0 phase@8 (uint32, padded)
+//     span@16; PhaseEnd id@0 phase@8 (12 bytes).
 //  4. trace imports no ustore package (TestPackage_Imports_NoProjectPackage).
 //  5. Off, Start, Span and the Record functions allocate nothing
 //     (TestStart_Off_NoAllocs, TestRecord_Off_NoAllocs); on, a Record
@@ -93,4 +96,22 @@
 //     (TestMetrics_Scrape_PowerOfTwoBuckets).
 //  8. A span tree exported through Setup reads back from a real Jaeger with
 //     its parents, attributes and events (TestSetup_Jaeger_SpanTree).
+//  9. While span binding is on, CurrentSpanKey returns the key of the span
+//     the calling goroutine bound, and only until it unbinds; other
+//     goroutines see 0 (TestSpan_Bind_CurrentSpanKey). AddLockWait puts a
+//     wait on a live bound span as an event, on an ended one as a child
+//     span (TestAddLockWait_LiveThenEnded).
+//
+// # Span binding
+//
+// Lock calls take no context, yet a lock wait must name the request it
+// delays. So while the eBPF loader has binding on (SetSpanBinding), the
+// server binds each request's span to the goroutine that serves it
+// (Span.Bind, undone by Binding.Unbind); the goroutine is named by its g
+// pointer, read from thread-local storage (goroutine_amd64.s), which stays
+// the same when the goroutine changes threads. Package lock's slow path
+// passes CurrentSpanKey to LockWaitBegin; the BPF program returns it with a
+// long wait, and AddLockWait finds the span by that key (kept findable
+// for 10 s after the request ended). Off, Bind and CurrentSpanKey cost one
+// atomic load.
 package trace

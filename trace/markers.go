@@ -25,3 +25,23 @@ var lockWaitBeginPC, lockWaitEndPC uintptr
 func MarkerPCs() (lockWaitBegin, lockWaitEnd uintptr) {
 	return lockWaitBeginPC, lockWaitEndPC
 }
+
+// PhaseBegin marks the start of a timed phase: phase (a Phase* constant)
+// of the commit or log sync id (a transid, or a log generation for
+// PhaseLogSync); span is the 64-bit key of the phase's OpenTelemetry span,
+// or 0. (id, phase) must not begin again before its PhaseEnd: commits are
+// serialised, and so are the log syncs of one generation. Implemented in
+// markers_amd64.s.
+func PhaseBegin(id uint64, phase uint32, span uint64)
+
+// PhaseEnd marks the end of the phase PhaseBegin(id, phase, ...) started.
+// Implemented in markers_amd64.s.
+func PhaseEnd(id uint64, phase uint32)
+
+var phaseBeginPC, phaseEndPC uintptr
+
+// PhaseMarkerPCs returns the addresses of PhaseBegin's and PhaseEnd's
+// bodies, as MarkerPCs does for the lock-wait markers.
+func PhaseMarkerPCs() (phaseBegin, phaseEnd uintptr) {
+	return phaseBeginPC, phaseEndPC
+}

@@ -23,3 +23,18 @@ DATA ·lockWaitBeginPC+0(SB)/8, $·LockWaitBegin(SB)
 GLOBL ·lockWaitBeginPC(SB), RODATA|NOPTR, $8
 DATA ·lockWaitEndPC+0(SB)/8, $·LockWaitEnd(SB)
 GLOBL ·lockWaitEndPC(SB), RODATA|NOPTR, $8
+
+// func PhaseBegin(id uint64, phase uint32, span uint64)
+TEXT ·PhaseBegin(SB), NOSPLIT|NOFRAME, $0-24
+	BYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00
+	RET
+
+// func PhaseEnd(id uint64, phase uint32)
+TEXT ·PhaseEnd(SB), NOSPLIT|NOFRAME, $0-12
+	BYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00
+	RET
+
+DATA ·phaseBeginPC+0(SB)/8, $·PhaseBegin(SB)
+GLOBL ·phaseBeginPC(SB), RODATA|NOPTR, $8
+DATA ·phaseEndPC+0(SB)/8, $·PhaseEnd(SB)
+GLOBL ·phaseEndPC(SB), RODATA|NOPTR, $8

@@ -26,6 +26,7 @@ func codeAt(pc uintptr, n int) []byte {
 // which is what an attached uprobe will hit.
 func TestMarkerPCs_Body_IsNop5(t *testing.T) {
 	begin, end := MarkerPCs()
+	phaseBegin, phaseEnd := PhaseMarkerPCs()
 	for _, m := range []struct {
 		name string
 		pc   uintptr
@@ -33,6 +34,8 @@ func TestMarkerPCs_Body_IsNop5(t *testing.T) {
 	}{
 		{"ustore/trace.LockWaitBegin", begin, LockWaitBegin},
 		{"ustore/trace.LockWaitEnd", end, LockWaitEnd},
+		{"ustore/trace.PhaseBegin", phaseBegin, PhaseBegin},
+		{"ustore/trace.PhaseEnd", phaseEnd, PhaseEnd},
 	} {
 		if m.pc == 0 {
 			t.Fatalf("%s: MarkerPCs returned 0", m.name)
@@ -50,8 +53,8 @@ func TestMarkerPCs_Body_IsNop5(t *testing.T) {
 		t.Logf("%s: body %#x (% x), func value %#x (% x)",
 			m.name, m.pc, codeAt(m.pc, 6), wrapper, codeAt(wrapper, 6))
 	}
-	if begin == end {
-		t.Fatalf("both markers at %#x", begin)
+	if begin == end || phaseBegin == phaseEnd || begin == phaseBegin {
+		t.Fatalf("markers share an address: %#x %#x %#x %#x", begin, end, phaseBegin, phaseEnd)
 	}
 }
 

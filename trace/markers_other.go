@@ -25,3 +25,19 @@ func LockWaitEnd(id, token uint64) {}
 func MarkerPCs() (lockWaitBegin, lockWaitEnd uintptr) {
 	return 0, 0
 }
+
+// PhaseBegin marks the start of a commit or log-sync phase; see the amd64
+// version in markers.go.
+//
+//go:noinline
+func PhaseBegin(id uint64, phase uint32, span uint64) {}
+
+// PhaseEnd marks the end of a phase; see the amd64 version in markers.go.
+//
+//go:noinline
+func PhaseEnd(id uint64, phase uint32) {}
+
+// PhaseMarkerPCs returns zeros, as MarkerPCs does here.
+func PhaseMarkerPCs() (phaseBegin, phaseEnd uintptr) {
+	return 0, 0
+}

@@ -10,6 +10,8 @@ func TestMarkers_Call_NoAllocs(t *testing.T) {
 		LockWaitEnd(0, 0)
 		LockWaitBegin(^uint64(0), ^uint64(0), ^uint32(0), ^uint64(0))
 		LockWaitEnd(^uint64(0), ^uint64(0))
+		PhaseBegin(^uint64(0), ^uint32(0), ^uint64(0))
+		PhaseEnd(^uint64(0), ^uint32(0))
 	})
 	if allocs != 0 {
 		t.Fatalf("markers allocated %v times per run, want 0", allocs)

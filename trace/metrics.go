@@ -168,6 +168,14 @@ func RegisterCollector(c prometheus.Collector) error {
 	return nil
 }
 
+// UnregisterCollector removes a collector RegisterCollector added, so that
+// a detached eBPF bridge leaves no series behind. It reports whether c was
+// registered.
+func UnregisterCollector(c prometheus.Collector) bool {
+	reg := registry.Load()
+	return reg != nil && reg.Unregister(c)
+}
+
 // startMetrics builds the meter provider and its Prometheus exporter on a
 // registry of its own (not the client library's global one, which a
 // second Setup would collide with), serves it on addr, and makes the Record

@@ -33,7 +33,7 @@ Exit codes: 0 success, 1 the command failed, 2 bad flags or arguments.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err}
 	})
-	root.AddCommand(newVersionCommand(), newMkfsCommand(), newFsckCommand(), newServeCommand(), newBenchCommand())
+	root.AddCommand(newVersionCommand(), newMkfsCommand(), newFsckCommand(), newServeCommand(), newBenchCommand(), newTraceCommand())
 	root.AddCommand(newClientCommands()...)
 	return root
 }

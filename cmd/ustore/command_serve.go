@@ -66,6 +66,11 @@ type serveConfig struct {
 	// AllowReadableDevice starts serve on a data file others can read or
 	// write, with a warning, instead of refusing (checkDataFileMode).
 	AllowReadableDevice bool
+	// EBPF is --ebpf (auto, on, off); EBPFThreshold the lock wait from
+	// which a wait becomes a span event.
+	EBPF          string
+	EBPFThreshold time.Duration
+	EBPFFeatures  []string // nil: all
 }
 
 func newServeCommand() *cobra.Command {
@@ -186,6 +191,12 @@ log, so without the files fsynced after it (a warning says so).`,
 			if err := cfg.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
 			}
+			if cfg.EBPF, err = parseEBPFMode(cfg.EBPF); err != nil {
+				return usageError{err}
+			}
+			if err := parseEBPFFeatures(cfg.EBPFFeatures); err != nil {
+				return usageError{err}
+			}
 			if commitInterval < 0 || shutdownTimeout <= 0 {
 				return usageError{errors.New("--commit-interval must be ≥ 0 and --shutdown-timeout > 0")}
 			}
@@ -228,6 +239,9 @@ log, so without the files fsynced after it (a warning says so).`,
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&cfg.ReadOnly, "read-only", false, "serve a damaged device for copying out: mount what is readable, refuse every change with EROFS, never write")
 	f.BoolVar(&cfg.SkipLogReplay, "skip-log-replay", false, "with --read-only: serve the last commit of a device whose fsync log cannot be replayed, without the log's fsyncs")
+	f.StringVar(&cfg.EBPF, "ebpf", ebpfAuto, "eBPF probes (lock waits, commit phases, io_uring, kernel locks): auto (attach what the kernel and privileges allow), on (fail unless all attach), off")
+	f.DurationVar(&cfg.EBPFThreshold, "ebpf-wait-threshold", time.Millisecond, "lock waits at least this long become span events on the waiting request's span (with --ebpf)")
+	f.StringSliceVar(&cfg.EBPFFeatures, "ebpf-features", nil, "attach only these eBPF features: markers, io_uring, kernel_locks (default all)")
 	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
 	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
@@ -281,6 +295,11 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
+	stopEBPF, err := startEBPF(cfg.EBPF, cfg.EBPFThreshold, cfg.EBPFFeatures, log)
+	if err != nil {
+		return err
+	}
+	defer stopEBPF()
 	created, err := prepareDevice(cfg, log)
 	if err != nil {
 		return err

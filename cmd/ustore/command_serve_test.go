@@ -370,6 +370,8 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 		{"serve", "--backend", "floppy"},
 		{"serve", "--allow-uid", "no-such-user-here"},
 		{"serve", "--log-level", "loud"},
+		{"serve", "--ebpf", "maybe"},
+		{"serve", "--ebpf-features", "markers,kprobes"},
 		{"serve", "extra"},
 	} {
 		_, err := run(t, args...)

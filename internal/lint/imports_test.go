@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"proto":           {"trace", "internal/assert"},
 	"server":          {"proto", "store", "trace", "internal/assert"},
 	"client":          {"proto", "trace"},
-	"ebpf":            {"trace"},
+	"ebpf":            {"lock", "trace"},
 	"bench":           {"client", "trace"},
 	"bench/ringbench": {"ring", "dev"},
 	"cmd/ustore":      {"*"},

@@ -1,0 +1,113 @@
+//go:build linux && amd64
+
+package ebpf
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// LockWaits returns the lock-wait histograms by lock kind (write bit
+// included: lock/kind.go); empty when FeatureMarkers is off.
+func (p *Probes) LockWaits() (map[uint32]Hist, error) {
+	return p.read(func() *ebpf.Map { return mapOf(p.markers != nil, func() *ebpf.Map { return p.markers.LockHist }) })
+}
+
+// Phases returns the commit and log-sync phase histograms by phase
+// (trace.Phase*); empty when FeatureMarkers is off.
+func (p *Probes) Phases() (map[uint32]Hist, error) {
+	return p.read(func() *ebpf.Map { return mapOf(p.markers != nil, func() *ebpf.Map { return p.markers.PhaseHist }) })
+}
+
+// UringOps returns the io_uring submit-to-complete histograms by opcode
+// (IORING_OP_*); empty when FeatureUring is off.
+func (p *Probes) UringOps() (map[uint32]Hist, error) {
+	return p.read(func() *ebpf.Map { return mapOf(p.uring != nil, func() *ebpf.Map { return p.uring.UringHist }) })
+}
+
+// KernelLocks returns the kernel lock contention histograms by contention
+// flags (LCB_F_*); empty when FeatureKernelLocks is off.
+func (p *Probes) KernelLocks() (map[uint32]Hist, error) {
+	return p.read(func() *ebpf.Map { return mapOf(p.klock != nil, func() *ebpf.Map { return p.klock.KlockHist }) })
+}
+
+// InflightWaits is the number of lock waits begun and not yet ended, as
+// BPF tracks them: 0 whenever no lock is being waited for.
+func (p *Probes) InflightWaits() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if p.markers == nil {
+		return 0, nil
+	}
+	var k markersWaitKey
+	var v markersWaitStart
+	n := 0
+	it := p.markers.WaitStarts.Iterate()
+	for it.Next(&k, &v) {
+		n++
+	}
+	return n, it.Err()
+}
+
+// Stats reads the counters.
+func (p *Probes) Stats() (Stats, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Stats{}, ErrClosed
+	}
+	s := Stats{
+		Events:            p.events.Load(),
+		SpanEvents:        p.spanEvents.Load(),
+		ChildSpans:        p.childSpans.Load(),
+		EventsWithoutSpan: p.unspanned.Load(),
+	}
+	if p.markers == nil {
+		return s, nil
+	}
+	var vals [4]uint64
+	for i := range vals {
+		if err := p.markers.Stats.Lookup(uint32(i), &vals[i]); err != nil {
+			return s, fmt.Errorf("ebpf: read stats: %w", err)
+		}
+	}
+	s.EventsLost, s.WaitsUntracked, s.LockEndOrphans, s.PhaseEndOrphans = vals[0], vals[1], vals[2], vals[3]
+	return s, nil
+}
+
+func mapOf(on bool, m func() *ebpf.Map) *ebpf.Map {
+	if !on {
+		return nil
+	}
+	return m()
+}
+
+// read sums a histogram map (bpf/hist.h) into one Hist per class.
+func (p *Probes) read(which func() *ebpf.Map) (map[uint32]Hist, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	out := map[uint32]Hist{}
+	m := which()
+	if m == nil {
+		return out, nil
+	}
+	var k markersHistKey
+	var v uint64
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		h := out[k.Class]
+		h.add(k.Slot, v)
+		out[k.Class] = h
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("ebpf: read %s: %w", m, err)
+	}
+	return out, nil
+}
