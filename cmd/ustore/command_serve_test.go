@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"ustore/client"
+	"ustore/journal"
 	"ustore/server"
 )
 
@@ -380,5 +383,34 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 	out, err := run(t, "serve", "--help")
 	if err != nil || !strings.Contains(out, "SIGTERM") || !strings.Contains(out, "ustore-data/ustore.sock") {
 		t.Fatalf("help: %v\n%s", err, out)
+	}
+}
+
+// TestCommand_Serve_AblationFlagsHidden: the --ablate-* flags are not in
+// `serve --help`, yet each still parses into its journal.Ablations field
+// (bench/ scripts set them).
+func TestCommand_Serve_AblationFlagsHidden(t *testing.T) {
+	out, err := run(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "ablate") || !strings.Contains(out, "--read-only") {
+		t.Fatalf("serve --help shows an ablation flag, or lacks the others:\n%s", out)
+	}
+	var a journal.Ablations
+	c := &cobra.Command{}
+	addAblationFlags(c, &a)
+	var args []string
+	for _, af := range ablationFlags {
+		if f := c.Flags().Lookup(af.name); f == nil || !f.Hidden {
+			t.Fatalf("--%s: %+v, want a hidden flag", af.name, f)
+		}
+		args = append(args, "--"+af.name)
+	}
+	if err := c.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if a != (journal.Ablations{CommittedLocked: true, LogInsertSearch: true}) {
+		t.Fatalf("%v set %+v, want every ablation", args, a)
 	}
 }
