@@ -315,11 +315,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 			log.Warn("tracing shutdown", "err", terr)
 		}
 	}()
-	created, err := prepareDevice(cfg, log)
-	if err != nil {
-		return err
-	}
-	lock, err := server.LockDevice(cfg.Device)
+	lock, created, err := prepareDevice(cfg, log)
 	if err != nil {
 		return err
 	}

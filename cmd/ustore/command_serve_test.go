@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"ustore/client"
+	"ustore/dev/devopen"
 	"ustore/journal"
-	"ustore/server"
 )
 
 // buildUstore builds this command into a temporary directory (with the
@@ -165,7 +165,7 @@ func TestCommand_Serve_SIGTERMDuringLoad(t *testing.T) {
 	// A second server on the same device is refused, naming it.
 	err := runServe(serveConfig{Device: dev, Socket: filepath.Join(dir, "other.sock"), Size: 256 << 20},
 		slog.New(slog.DiscardHandler), nil)
-	if !errors.Is(err, server.ErrDeviceInUse) || !strings.Contains(err.Error(), dev) {
+	if !errors.Is(err, devopen.ErrDeviceInUse) || !strings.Contains(err.Error(), dev) {
 		t.Fatalf("second server: %v", err)
 	}
 
