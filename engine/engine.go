@@ -26,8 +26,9 @@ type Options struct {
 	// DirtyBytesMax: dirty metadata that triggers a commit (default 64 MiB).
 	DirtyBytesMax int64
 	Logger        *slog.Logger
-	// CommittedLocked: see journal.Options (a benchmark's ablation).
-	CommittedLocked bool
+	// Ablations: see journal.Ablations (for benchmarks; passed to the
+	// journal).
+	journal.Ablations
 	// ReadOnly mounts for reading only: nothing is ever written
 	// (read_only.go).
 	ReadOnly bool

@@ -192,13 +192,13 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		e.repairSuperCopies()
 	}
 	e.j, err = journal.Open(journal.Options{
-		CommitInterval:  opts.CommitInterval,
-		DirtyBytesMax:   opts.DirtyBytesMax,
-		Commit:          func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
-		Committed:       func(t journal.Transid) { e.committed(uint64(t)) },
-		Logger:          log,
-		FirstTransid:    journal.Transid(sb.Generation + 1),
-		CommittedLocked: opts.CommittedLocked,
+		CommitInterval: opts.CommitInterval,
+		DirtyBytesMax:  opts.DirtyBytesMax,
+		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
+		Committed:      func(t journal.Transid) { e.committed(uint64(t)) },
+		Logger:         log,
+		FirstTransid:   journal.Transid(sb.Generation + 1),
+		Ablations:      opts.Ablations,
 	})
 	if err != nil {
 		return nil, err

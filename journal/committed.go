@@ -13,7 +13,7 @@ import (
 // only after the commit's last flush: a true answer is final, and a false
 // one is as fresh as any locked answer could be once the lock is dropped.
 //
-// With Options.CommittedLocked (a benchmark's ablation) it takes mu first,
+// With Ablations.CommittedLocked (a benchmark's ablation) it takes mu first,
 // as jbd2 did before the fix; the answer is the same.
 func (j *Journal) Committed(t Transid) bool {
 	if j.opts.CommittedLocked {

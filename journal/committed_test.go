@@ -107,7 +107,7 @@ func BenchmarkJournal_CommittedParallel(b *testing.B) {
 // id, before and after each commit, and while one is running.
 func TestJournal_Committed_LockedSameAnswers(t *testing.T) {
 	free, _ := openTest(t, Options{FirstTransid: 5})
-	locked, _ := openTest(t, Options{FirstTransid: 5, CommittedLocked: true})
+	locked, _ := openTest(t, Options{FirstTransid: 5, Ablations: Ablations{CommittedLocked: true}})
 	check := func(when string) {
 		t.Helper()
 		for id := Transid(0); id < 16; id++ {
@@ -143,7 +143,7 @@ func TestJournal_Committed_LockedSameAnswers(t *testing.T) {
 
 // The ablation does take the lock: Committed waits while mu is held.
 func TestJournal_Committed_LockedTakesLock(t *testing.T) {
-	j, _ := openTest(t, Options{FirstTransid: 10, CommittedLocked: true})
+	j, _ := openTest(t, Options{FirstTransid: 10, Ablations: Ablations{CommittedLocked: true}})
 	j.mu.Lock()
 	answer := make(chan bool, 1)
 	go func() { answer <- j.Committed(9) }()

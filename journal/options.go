@@ -33,11 +33,31 @@ type Options struct {
 	// FirstTransid is the id of the first transaction after mount: the last
 	// committed transid + 1. 0 means 1 (nothing was ever committed).
 	FirstTransid Transid
-	// CommittedLocked makes Committed take the journal's state mutex and
-	// read under it, as jbd2_transaction_committed did before 2024. It is
-	// an ablation for benchmarks only (ustore serve --ablate-committed-lock):
-	// the answers are the same, only slower under contention.
+	// Ablations switch mechanisms off for benchmarks; the zero value is
+	// the product. Only CommittedLocked concerns the journal.
+	Ablations
+}
+
+// Ablations each switch off one mechanism of the fsync path, so that a
+// benchmark can measure what it is worth against the same code without it
+// (docs/BENCHMARKS.md). They change speed only, never an answer, and the
+// zero value, every mechanism on, is what the product runs. They are
+// defined here, in the lowest package that reads one, and passed down
+// whole: store.Options → engine.Options → journal.Options, and
+// store.Options → logtree.Log. `ustore serve` sets them with hidden
+// --ablate-* flags (cmd/ustore/command_serve.go), which bench/ scripts use.
+type Ablations struct {
+	// CommittedLocked makes journal.Committed take the journal's state
+	// mutex and read under it, as jbd2_transaction_committed did before
+	// 2024, instead of one atomic load (ustore serve
+	// --ablate-committed-lock; ustore bench committed-check): the answers
+	// are the same, only slower under contention.
 	CommittedLocked bool
+	// LogInsertSearch makes fsync find an inode item already in the log
+	// with an inserting search (parent write locks, may split) instead of
+	// a leaf-only one (logtree/writer.go; ustore serve
+	// --ablate-log-leaf-search; ustore bench fsync-randwrite).
+	LogInsertSearch bool
 }
 
 // resolve checks o and fills in its defaults.

@@ -9,6 +9,7 @@ import (
 
 	"ustore/engine"
 	"ustore/internal/assert"
+	"ustore/journal"
 	"ustore/lock"
 	"ustore/trace"
 )
@@ -41,10 +42,9 @@ type Log struct {
 	// lastLogCommit is the log generation of the newest durable log sync.
 	lastLogCommit atomic.Uint64
 
-	// InsertSearch is an ablation for benchmarks: an inode item logged
-	// again is found with an inserting search (parent write-locked, may
-	// split) instead of a leaf-only one. Set before use.
-	InsertSearch bool
+	// Ablations: of them the log reads LogInsertSearch (writer.go). Set
+	// before use.
+	Ablations journal.Ablations
 
 	stats stats
 }

@@ -21,8 +21,8 @@ type Stats struct {
 	// — and InPlaceParentLocked those of them whose search held the leaf's
 	// parent write-locked: with the leaf-only search (insLen 0) only when
 	// the leaf had to be CoW'd (its first change in a log sub-transaction);
-	// with the ablation (Log.InsertSearch) always. Inserted counts items
-	// inserted (a search that may split).
+	// with the ablation (Ablations.LogInsertSearch) always. Inserted
+	// counts items inserted (a search that may split).
 	InPlace, InPlaceParentLocked, Inserted uint64
 }
 

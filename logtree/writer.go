@@ -27,12 +27,12 @@ func (l *Log) Writer(lt *engine.Trans) (*Writer, error) {
 // already logged in this transaction with the same size — an inode item
 // logged again — is overwritten through a leaf-only search (insLen 0): the
 // leaf is write-locked, its parent is not, and nothing splits (the 2021
-// btrfs fsync patch, part 4). With Log.InsertSearch set (an ablation for
-// benchmarks) the search reserves room as an insert would, taking the
-// parent's write lock.
+// btrfs fsync patch, part 4). With Log.Ablations.LogInsertSearch set (an
+// ablation for benchmarks) the search reserves room as an insert would,
+// taking the parent's write lock.
 func (w *Writer) Set(key engine.Key, data []byte) error {
 	insLen := 0
-	if w.l.InsertSearch {
+	if w.l.Ablations.LogInsertSearch {
 		insLen = len(data) + 64
 	}
 	var p engine.Path

@@ -15,13 +15,13 @@
 // (whether a path could be listened on, checked before anything is
 // created), peer_cred.go (SO_PEERCRED, SO_PEERGROUPS, the allow-list),
 // admit.go (who gets a connection slot: per-uid limit, slots reserved for
-// admins), device_lock.go (one server per device), conn.go (a connection
-// and its handshake), conn_read.go (the reader: deadlines, the budget),
-// conn_write.go (the writer), budget.go (bytes in flight), mem_release.go
-// (memory handed back after a burst), log_limit.go (rate-limited peer
-// logs), dispatch.go (a request → a store call → a reply), limits.go
-// (every bound and why), errors.go. Frame buffers are proto's
-// (proto/buffers.go).
+// admins), conn.go (a connection and its handshake), conn_read.go (the
+// reader: deadlines, the budget), conn_write.go (the writer), budget.go
+// (bytes in flight), mem_release.go (memory handed back after a burst),
+// log_limit.go (rate-limited peer logs), dispatch.go (a request → a store
+// call → a reply), limits.go (every bound and why), errors.go. Frame
+// buffers are proto's (proto/buffers.go). One server per device is the
+// device lock's (dev/devopen/lock.go), taken by `ustore serve`.
 //
 // # A connection
 //

@@ -12,10 +12,6 @@ var (
 	// is never removed: it may be someone's data.
 	ErrNotSocket = errors.New("server: the socket path exists and is not a socket")
 
-	// ErrDeviceInUse: another process holds the device's lock (another
-	// ustore serve on the same device).
-	ErrDeviceInUse = errors.New("server: the device is in use by another server")
-
 	// ErrPeerRefused: a peer's credentials are not on the allow-list.
 	ErrPeerRefused = errors.New("server: peer not allowed")
 

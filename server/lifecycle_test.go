@@ -329,23 +329,3 @@ func TestServer_Socket_StaleReplaced_OtherKept(t *testing.T) {
 		t.Fatal("a socket path over 107 bytes was accepted")
 	}
 }
-
-// TestLockDevice_Exclusive: one lock per device; the error names the path.
-func TestLockDevice_Exclusive(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "dev.img")
-	os.WriteFile(path, nil, 0o644)
-	l, err := LockDevice(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = LockDevice(path)
-	if !errors.Is(err, ErrDeviceInUse) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("second lock: %v", err)
-	}
-	l.Close()
-	l2, err := LockDevice(path)
-	if err != nil {
-		t.Fatalf("lock after release: %v", err)
-	}
-	l2.Close()
-}

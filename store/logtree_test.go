@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ustore/dev/memdev"
+	"ustore/journal"
 )
 
 // crashReopen cuts power on d (keeping none of its unflushed writes) and
@@ -181,7 +182,7 @@ func TestLog_ParallelFsync(t *testing.T) {
 func TestLog_RelogLeafOnly(t *testing.T) {
 	const n = 32
 	for _, ablate := range []bool{false, true} {
-		q := queueRelogs(t, n, Options{LogInsertSearch: ablate})
+		q := queueRelogs(t, n, Options{Ablations: journal.Ablations{LogInsertSearch: ablate}})
 		inPlace := q.logged.InPlace - q.held.InPlace
 		locked := q.logged.InPlaceParentLocked - q.held.InPlaceParentLocked
 		cows := q.treeLogged.CoWs - q.treeHeld.CoWs

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"ustore/journal"
 )
 
 // Options configure Open. Zero values mean the defaults.
@@ -26,14 +28,10 @@ type Options struct {
 	// InodeCacheMax is how many clean, unused inodes stay in memory
 	// (default 65,536).
 	InodeCacheMax int
-	// LogInsertSearch is an ablation for benchmarks: fsync finds an inode
-	// item already in the log with an inserting search (parent write
-	// locks) instead of a leaf-only one (logtree.Log.InsertSearch).
-	LogInsertSearch bool
-	Logger          *slog.Logger
-	// CommittedLocked: see journal.Options — fsync's Committed check takes
-	// the journal's state lock. An ablation for benchmarks only.
-	CommittedLocked bool
+	Logger        *slog.Logger
+	// Ablations: see journal.Ablations (for benchmarks only; passed to
+	// the engine and the log tree).
+	journal.Ablations
 	// ReadOnly mounts for reading only: every change fails with EROFS and
 	// nothing is written to the device (read_only.go).
 	ReadOnly bool

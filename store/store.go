@@ -82,7 +82,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	}
 	start := time.Now()
 	e, err := engine.Mount(d, engine.Options{CacheBytes: opts.CacheBytes, CommitInterval: opts.CommitInterval, Logger: opts.Logger,
-		CommittedLocked: opts.CommittedLocked, ReadOnly: opts.ReadOnly})
+		Ablations: opts.Ablations, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.itab = newInodeTable(s, opts.InodeCacheMax)
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
 	s.tlog = logtree.New(e)
-	s.tlog.InsertSearch = opts.LogInsertSearch
+	s.tlog.Ablations = opts.Ablations
 	if opts.ReadOnly {
 		if err := checkNoPendingLog(e, opts); err != nil {
 			e.Close(context.Background())

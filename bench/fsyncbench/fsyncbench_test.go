@@ -14,6 +14,7 @@ import (
 
 	"ustore/bench/fsyncbench"
 	"ustore/dev/memdev"
+	"ustore/journal"
 	"ustore/server"
 	"ustore/store"
 )
@@ -252,7 +253,7 @@ func TestCommittedCheck_Modes(t *testing.T) {
 // ratios pair them.
 func TestCommittedCompare(t *testing.T) {
 	free := startServer(t, store.Options{})
-	locked := startServer(t, store.Options{CommittedLocked: true})
+	locked := startServer(t, store.Options{Ablations: journal.Ablations{CommittedLocked: true}})
 	rs, err := fsyncbench.CommittedCompare(context.Background(), free, locked, fsyncbench.CommittedConfig{
 		Clients: 2, Depth: 2, FileSize: 128 << 10, Duration: 30 * time.Millisecond, Warmup: time.Millisecond, Options: quick,
 	}, []string{fsyncbench.RWMixed, fsyncbench.RWFsync}, 2)

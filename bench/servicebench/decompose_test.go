@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"ustore/bench/layout"
 	"ustore/dev"
 	"ustore/dev/devopen"
 	"ustore/server"
@@ -55,7 +56,7 @@ func TestDecompose_Read(t *testing.T) {
 	if b.sizes, err = frameSizes(cfg.BS); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := layOut(file, cfg.Size, func(string, ...any) {}); err != nil {
+	if _, err := layout.File(file, cfg.Size, func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	d, _, err := devopen.Open(file, devopen.Options{Logger: cfg.Logger})

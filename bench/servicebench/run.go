@@ -17,8 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"ustore/bench/layout"
 	"ustore/client"
 	"ustore/dev"
 	"ustore/dev/devopen"
@@ -151,7 +150,7 @@ func (b *bench) setup(rep *Report) error {
 				return err
 			}
 		}
-		if _, err := layOut(b.cfg.File, b.cfg.Size, b.phase); err != nil {
+		if _, err := layout.File(b.cfg.File, b.cfg.Size, b.phase); err != nil {
 			return fmt.Errorf("lay out %s: %w", b.cfg.File, err)
 		}
 		d, choice, err := devopen.Open(b.cfg.File, devopen.Options{Backend: b.cfg.Backend, Logger: b.cfg.Logger})
@@ -556,49 +555,4 @@ func pattern(n int, seed uint64) []byte {
 		}
 	}
 	return b
-}
-
-// layOut writes a regular file in full when it is missing, short or
-// sparse — 1 MiB O_DIRECT writes, then fsync — so that neither the store's
-// writes nor its flushes pay for allocating the file's blocks (as
-// bench/storebench does). A block device is left alone.
-func layOut(path string, size int64, phase func(string, ...any)) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0, err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
-		return 0, nil
-	}
-	size = size / (1 << 20) * (1 << 20)
-	if st.Size >= size && st.Blocks*512 >= size {
-		return st.Size, nil
-	}
-	phase("laying out %s: %d bytes written in full (O_DIRECT, 1 MiB writes)", path, size)
-	df, err := os.OpenFile(path, os.O_RDWR|syscall.O_DIRECT, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer df.Close()
-	// A mapping is page-aligned, as O_DIRECT wants.
-	buf, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Munmap(buf)
-	copy(buf, pattern(len(buf), 3))
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		if _, err := df.WriteAt(buf, off); err != nil {
-			return 0, err
-		}
-	}
-	if err := df.Sync(); err != nil {
-		return 0, err
-	}
-	return size, nil
 }

@@ -37,11 +37,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"ustore/bench/layout"
 	"ustore/dev"
 	"ustore/dev/devopen"
 	"ustore/store"
@@ -160,7 +158,7 @@ func Run(cfg Config) ([]Result, error) {
 	if cfg.RandBS > 0 {
 		cfg.FileSize = cfg.FileSize / int64(cfg.RandBS) * int64(cfg.RandBS)
 	}
-	laid, err := layOut(cfg.File, cfg.Size, cfg.phase)
+	laid, err := layout.File(cfg.File, cfg.Size, cfg.phase)
 	if err != nil {
 		return nil, fmt.Errorf("storebench: laying out %s: %w", cfg.File, err)
 	}
@@ -419,52 +417,6 @@ func (b *bench) result(w string, bs int, bytes, ops int64, el, syncEl time.Durat
 		WritebackBlocks: after.WritebackBlocks - before.WritebackBlocks,
 		FileSize:        fileSize, DirtyBudget: b.dirtyBudget(),
 	}
-}
-
-// layOut writes a regular file in full when it is missing, short or sparse
-// — 1 MiB O_DIRECT writes of a pseudo-random pattern, then fsync; not
-// fallocate, whose unwritten extents ext4 converts (a metadata write) on the
-// first write to each — and returns its size. A block device is left alone
-// (0).
-func layOut(path string, size int64, phase func(string, ...any)) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return 0, err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
-		return 0, nil
-	}
-	size = size / (1 << 20) * (1 << 20)
-	if st.Size >= size && st.Blocks*512 >= size {
-		return st.Size / dev.SectorSize * dev.SectorSize, nil
-	}
-	phase("laying out %s: %d bytes written in full (O_DIRECT, 1 MiB writes)", path, size)
-	df, err := os.OpenFile(path, os.O_RDWR|syscall.O_DIRECT, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer df.Close()
-	buf := pattern(1<<20, 3)
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		if _, err := df.WriteAt(buf, off); err != nil {
-			return 0, err
-		}
-	}
-	if err := df.Sync(); err != nil {
-		return 0, err
-	}
-	if err := unix.Fstat(int(df.Fd()), &st); err != nil {
-		return 0, err
-	}
-	if st.Blocks*512 < size {
-		return 0, fmt.Errorf("still sparse after writing it: %d of %d bytes allocated", st.Blocks*512, size)
-	}
-	return st.Size / dev.SectorSize * dev.SectorSize, nil
 }
 
 // WriteText prints results as a table.

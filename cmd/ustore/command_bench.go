@@ -66,18 +66,12 @@ Engines (--engine):
   ustore bench ring --engine pread --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sz, err := parseBytes(size)
-			if err != nil {
-				return usageError{fmt.Errorf("--size: %w", err)}
+			var sz, b int64
+			if err := parseSizeFlags(sizeFlag{"size", size, &sz}, sizeFlag{"bs", bs, &b}); err != nil {
+				return err
 			}
-			b, err := parseBytes(bs)
-			if err != nil {
-				return usageError{fmt.Errorf("--bs: %w", err)}
-			}
-			if dir := filepath.Dir(file); dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
+			if err := makeParent(file); err != nil {
+				return err
 			}
 			cfg := ringbench.Config{
 				File: file, Size: sz, BS: int(b), QDs: qds, RWs: rws, Duration: duration,
@@ -93,17 +87,11 @@ Engines (--engine):
 			if cfg.Progress != nil {
 				fmt.Fprintf(stderr, "preparing %s (%s)...", file, size)
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stopProfile()
 			mode, err := parseRingMode(ringMode)
 			if err != nil {
 				return usageError{err}
@@ -116,14 +104,8 @@ Engines (--engine):
 			}
 			// What finished is printed even when a later configuration failed.
 			if len(results) > 0 {
-				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(results); err != nil {
-						return err
-					}
-				} else {
-					printResults(cmd.OutOrStdout(), results)
+				if err := writeResults(cmd.OutOrStdout(), asJSON, results, func(w io.Writer) { printResults(w, results) }); err != nil {
+					return err
 				}
 			}
 			return runErr
@@ -146,6 +128,68 @@ Engines (--engine):
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	f.StringVar(&progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
 	return c
+}
+
+// What the bench commands share: their size flags, the file they run on,
+// a CPU profile, and printing results as JSON or text.
+
+// sizeFlag is a byte-size flag: its name, its text, and where its value
+// goes.
+type sizeFlag struct {
+	name, text string
+	v          *int64
+}
+
+// parseSizeFlags parses each flag's text with parseBytes, in order; the
+// first that fails is a usage error naming its flag.
+func parseSizeFlags(flags ...sizeFlag) error {
+	for _, f := range flags {
+		v, err := parseBytes(f.text)
+		if err != nil {
+			return usageError{fmt.Errorf("--%s: %w", f.name, err)}
+		}
+		*f.v = v
+	}
+	return nil
+}
+
+// makeParent makes the directory that holds a benchmark's file.
+func makeParent(file string) error {
+	if dir := filepath.Dir(file); dir != "" {
+		return os.MkdirAll(dir, 0o755)
+	}
+	return nil
+}
+
+// startCPUProfile writes a CPU profile to path (--cpuprofile) until stop
+// is called; with no path it does nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// writeResults prints v as indented JSON (--json), or with text.
+func writeResults(w io.Writer, asJSON bool, v any, text func(io.Writer)) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(w)
+	return nil
 }
 
 func showProgress(mode string, w io.Writer) bool {

@@ -6,8 +6,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -108,13 +108,43 @@ func (f *fsyncFlags) print(cmd *cobra.Command, rep *fsyncbench.Report) error {
 	if showProgress(f.progress, cmd.ErrOrStderr()) {
 		fmt.Fprint(cmd.ErrOrStderr(), "\r\033[K")
 	}
-	if f.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	return writeResults(cmd.OutOrStdout(), f.asJSON, rep, func(w io.Writer) { fsyncbench.WriteText(w, rep) })
+}
+
+// fsyncRun is one fsync workload's run, for fsyncFlags.run.
+type fsyncRun struct {
+	workload string       // its name, in the report and in a usage error
+	validate func() error // checks the workload's configuration
+	// work runs the workload on t until ctx ends, and returns its results
+	// and whether to print them: what finished, even after a failure.
+	work func(ctx context.Context, t fsyncbench.Target) (results any, print bool, err error)
+	// targetNote is appended to the report's target (a second server).
+	targetNote string
+}
+
+// run is every fsync workload's run: the configuration checked (a usage
+// error), the target opened, the workload run until SIGINT or SIGTERM,
+// and its report printed.
+func (f *fsyncFlags) run(cmd *cobra.Command, r fsyncRun) error {
+	if err := r.validate(); err != nil {
+		return usageError{fmt.Errorf("%s: %w", r.workload, err)}
 	}
-	fsyncbench.WriteText(cmd.OutOrStdout(), rep)
-	return nil
+	t, err := f.target(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, stop := f.context(cmd)
+	defer stop()
+	results, print, runErr := r.work(ctx, t)
+	if print {
+		rep := fsyncbench.NewReport(r.workload, t, f.label)
+		rep.Target += r.targetNote
+		rep.Results = results
+		if err := f.print(cmd, rep); err != nil {
+			return err
+		}
+	}
+	return runErr
 }
 
 // positive checks that a duration flag is more than zero.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -45,13 +46,9 @@ compares the two: lock-free ops/s over locked.
   ustore bench committed-check --dir /mnt/ext4 --rw randrw`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fsz, err := parseBytes(fileSize)
-			if err != nil {
-				return usageError{fmt.Errorf("--file-size: %w", err)}
-			}
-			b, err := parseBytes(bs)
-			if err != nil {
-				return usageError{fmt.Errorf("--bs: %w", err)}
+			var fsz, b int64
+			if err := parseSizeFlags(sizeFlag{"file-size", fileSize, &fsz}, sizeFlag{"bs", bs, &b}); err != nil {
+				return err
 			}
 			if err := positive("duration", duration); err != nil {
 				return err
@@ -61,50 +58,27 @@ compares the two: lock-free ops/s over locked.
 			}
 			cfg := fsyncbench.CommittedConfig{Clients: clients, Depth: depth, FileSize: fsz, BS: int(b),
 				Duration: duration, Warmup: warmup, Label: f.label, Options: f.options(cmd)}
-			for _, m := range modes {
-				cfg.RW = m
-				if err := cfg.Validate(); err != nil {
-					return usageError{fmt.Errorf("committed-check: %w", err)}
-				}
-			}
-			t, err := f.target(cmd)
-			if err != nil {
-				return err
-			}
-			if ablatedSocket != "" && f.dir != "" {
-				return usageError{fmt.Errorf("--ablated-socket is a second server: not with --dir")}
-			}
-			ctx, stop := f.context(cmd)
-			defer stop()
-			var rs []fsyncbench.CommittedResult
-			var runErr error
-			if ablatedSocket != "" {
-				locked := fsyncbench.NewUstore(ablatedSocket, fsyncbench.UstoreOptions{Root: f.root, Metrics: ablatedMetrics})
-				rs, runErr = fsyncbench.CommittedCompare(ctx, t, locked, cfg, modes, reps)
-			} else {
+			validate := func() error {
 				for _, m := range modes {
-					for range reps {
-						cfg.RW = m
-						r, err := fsyncbench.CommittedCheck(ctx, t, cfg)
-						if err != nil {
-							runErr = fmt.Errorf("committed-check %s: %w", m, err)
-							break
-						}
-						rs = append(rs, r)
+					cfg.RW = m
+					if err := cfg.Validate(); err != nil {
+						return err
 					}
 				}
+				return nil
 			}
-			if len(rs) > 0 {
-				rep := fsyncbench.NewReport("committed-check", t, f.label)
-				if ablatedSocket != "" {
-					rep.Target += " vs " + ablatedSocket + " (--ablate-committed-lock)"
-				}
-				rep.Results = rs
-				if err := f.print(cmd, rep); err != nil {
-					return err
-				}
+			run := fsyncRun{workload: "committed-check", validate: validate,
+				work: func(ctx context.Context, t fsyncbench.Target) (any, bool, error) {
+					if ablatedSocket != "" && f.dir != "" {
+						return nil, false, usageError{fmt.Errorf("--ablated-socket is a second server: not with --dir")}
+					}
+					rs, err := committedCheck(ctx, t, cfg, modes, reps, ablatedSocket, ablatedMetrics, f.root)
+					return rs, len(rs) > 0, err
+				}}
+			if ablatedSocket != "" {
+				run.targetNote = " vs " + ablatedSocket + " (--ablate-committed-lock)"
 			}
-			return runErr
+			return f.run(cmd, run)
 		},
 	}
 	f.add(c)
@@ -120,4 +94,30 @@ compares the two: lock-free ops/s over locked.
 	fs.DurationVar(&duration, "duration", 10*time.Second, "measured time per run")
 	fs.DurationVar(&warmup, "warmup", 0, "untimed time before each window (0: a tenth of --duration, at most 1s)")
 	return c
+}
+
+// committedCheck runs each mode reps times on t; with ablatedSocket, it
+// compares t with the second server there (fsyncbench.CommittedCompare).
+func committedCheck(ctx context.Context, t fsyncbench.Target, cfg fsyncbench.CommittedConfig, modes []string, reps int,
+	ablatedSocket, ablatedMetrics, root string) ([]fsyncbench.CommittedResult, error) {
+	if ablatedSocket != "" {
+		locked := fsyncbench.NewUstore(ablatedSocket, fsyncbench.UstoreOptions{Root: root, Metrics: ablatedMetrics})
+		return fsyncbench.CommittedCompare(ctx, t, locked, cfg, modes, reps)
+	}
+	// A mode that fails ends its repetitions; the next mode still runs,
+	// and the last failure is the one returned.
+	var rs []fsyncbench.CommittedResult
+	var runErr error
+	for _, m := range modes {
+		for range reps {
+			cfg.RW = m
+			r, err := fsyncbench.CommittedCheck(ctx, t, cfg)
+			if err != nil {
+				runErr = fmt.Errorf("committed-check %s: %w", m, err)
+				break
+			}
+			rs = append(rs, r)
+		}
+	}
+	return rs, runErr
 }

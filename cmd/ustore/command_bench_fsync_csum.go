@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,37 +36,20 @@ file's size — and requests/s compared with btrfs and ext4.
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var large, small, b int64
-			for _, p := range []struct {
-				name, s string
-				v       *int64
-			}{{"large-size", largeSize, &large}, {"small-size", smallSize, &small}, {"bs", bs, &b}} {
-				v, err := parseBytes(p.s)
-				if err != nil {
-					return usageError{fmt.Errorf("--%s: %w", p.name, err)}
-				}
-				*p.v = v
+			if err := parseSizeFlags(sizeFlag{"large-size", largeSize, &large}, sizeFlag{"small-size", smallSize, &small},
+				sizeFlag{"bs", bs, &b}); err != nil {
+				return err
 			}
 			if err := positive("duration", duration); err != nil {
 				return err
 			}
 			cfg := fsyncbench.CsumFsyncConfig{Files: files, LargeSize: large, SmallSize: small, BS: int(b), FsyncEvery: every,
 				Duration: duration, Warmup: warmup, Options: f.options(cmd)}
-			if err := cfg.Validate(); err != nil {
-				return usageError{fmt.Errorf("csum-fsync: %w", err)}
-			}
-			t, err := f.target(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, stop := f.context(cmd)
-			defer stop()
-			r, runErr := fsyncbench.CsumFsync(ctx, t, cfg)
-			if runErr != nil {
-				return runErr
-			}
-			rep := fsyncbench.NewReport("csum-fsync", t, f.label)
-			rep.Results = r
-			return f.print(cmd, rep)
+			return f.run(cmd, fsyncRun{workload: "csum-fsync", validate: cfg.Validate,
+				work: func(ctx context.Context, t fsyncbench.Target) (any, bool, error) {
+					r, err := fsyncbench.CsumFsync(ctx, t, cfg)
+					return r, err == nil, err
+				}})
 		},
 	}
 	f.add(c)

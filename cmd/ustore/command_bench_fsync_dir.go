@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -31,22 +31,11 @@ disk, with 16 KiB and with 64 KiB nodes (format the server's device with
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := fsyncbench.DirFsyncConfig{Files: files, Deletes: deletes, Options: f.options(cmd)}
-			if err := cfg.Validate(); err != nil {
-				return usageError{fmt.Errorf("dir-fsync: %w", err)}
-			}
-			t, err := f.target(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, stop := f.context(cmd)
-			defer stop()
-			r, runErr := fsyncbench.DirFsync(ctx, t, cfg)
-			if runErr != nil {
-				return runErr
-			}
-			rep := fsyncbench.NewReport("dir-fsync", t, f.label)
-			rep.Results = r
-			return f.print(cmd, rep)
+			return f.run(cmd, fsyncRun{workload: "dir-fsync", validate: cfg.Validate,
+				work: func(ctx context.Context, t fsyncbench.Target) (any, bool, error) {
+					r, err := fsyncbench.DirFsync(ctx, t, cfg)
+					return r, err == nil, err
+				}})
 		},
 	}
 	f.add(c)

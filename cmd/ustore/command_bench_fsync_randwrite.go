@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,37 +36,20 @@ server's counters) growing with the jobs.
   ustore bench fsync-randwrite --dir /mnt/btrfs --jobs 8 --duration 30s --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fsz, err := parseBytes(fileSize)
-			if err != nil {
-				return usageError{fmt.Errorf("--file-size: %w", err)}
-			}
-			b, err := parseBytes(bs)
-			if err != nil {
-				return usageError{fmt.Errorf("--bs: %w", err)}
+			var fsz, b int64
+			if err := parseSizeFlags(sizeFlag{"file-size", fileSize, &fsz}, sizeFlag{"bs", bs, &b}); err != nil {
+				return err
 			}
 			if err := positive("duration", duration); err != nil {
 				return err
 			}
 			cfg := fsyncbench.RandWriteConfig{Jobs: jobs, FileSize: fsz, BS: int(b), FsyncEvery: every,
 				Duration: duration, Warmup: warmup, Options: f.options(cmd)}
-			if err := cfg.Validate(); err != nil {
-				return usageError{fmt.Errorf("fsync-randwrite: %w", err)}
-			}
-			t, err := f.target(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, stop := f.context(cmd)
-			defer stop()
-			rs, runErr := fsyncbench.RandWrite(ctx, t, cfg)
-			if len(rs) > 0 {
-				rep := fsyncbench.NewReport("fsync-randwrite", t, f.label)
-				rep.Results = rs
-				if err := f.print(cmd, rep); err != nil {
-					return err
-				}
-			}
-			return runErr
+			return f.run(cmd, fsyncRun{workload: "fsync-randwrite", validate: cfg.Validate,
+				work: func(ctx context.Context, t fsyncbench.Target) (any, bool, error) {
+					rs, err := fsyncbench.RandWrite(ctx, t, cfg)
+					return rs, len(rs) > 0, err
+				}})
 		},
 	}
 	f.add(c)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"runtime/pprof"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,15 +59,8 @@ Cells run for --duration each after a short warm-up; the defaults (3 ops ×
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sz, b, fsz int64
-			for _, f := range []struct {
-				name, s string
-				v       *int64
-			}{{"size", size, &sz}, {"bs", bs, &b}, {"file-size", fileSize, &fsz}} {
-				v, err := parseBytes(f.s)
-				if err != nil {
-					return usageError{fmt.Errorf("--%s: %w", f.name, err)}
-				}
-				*f.v = v
+			if err := parseSizeFlags(sizeFlag{"size", size, &sz}, sizeFlag{"bs", bs, &b}, sizeFlag{"file-size", fileSize, &fsz}); err != nil {
+				return err
 			}
 			be, err := devopen.ParseBackend(backend)
 			if err != nil {
@@ -102,31 +93,19 @@ Cells run for --duration each after a short warm-up; the defaults (3 ops ×
 						p.Cell, p.Cells, p.System, p.Op, p.Clients, p.Depth, p.Elapsed.Seconds(), p.Duration.Seconds(), rate)
 				}
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stopProfile()
 			rep, runErr := servicebench.Run(cfg)
 			if cfg.Progress != nil {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
 			// What finished is printed even when a later cell failed.
 			if rep != nil && len(rep.Results) > 0 {
-				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(rep); err != nil {
-						return err
-					}
-				} else {
-					servicebench.WriteText(cmd.OutOrStdout(), rep)
+				if err := writeResults(cmd.OutOrStdout(), asJSON, rep, func(w io.Writer) { servicebench.WriteText(w, rep) }); err != nil {
+					return err
 				}
 			}
 			return runErr

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime/pprof"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,16 +49,10 @@ during the timed phase. bench/store-vs-fio.sh runs this beside fio.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sz, tot, b1, fsz, rbs, dirtyB, cacheB, ns int64
-			for _, f := range []struct {
-				name, s string
-				v       *int64
-			}{{"size", size, &sz}, {"total", total, &tot}, {"bs", bs, &b1}, {"file-size", fileSize, &fsz},
-				{"rand-bs", randBS, &rbs}, {"dirty", dirty, &dirtyB}, {"cache", cache, &cacheB}, {"nodesize", nodeSize, &ns}} {
-				v, err := parseBytes(f.s)
-				if err != nil {
-					return usageError{fmt.Errorf("--%s: %w", f.name, err)}
-				}
-				*f.v = v
+			if err := parseSizeFlags(sizeFlag{"size", size, &sz}, sizeFlag{"total", total, &tot}, sizeFlag{"bs", bs, &b1},
+				sizeFlag{"file-size", fileSize, &fsz}, sizeFlag{"rand-bs", randBS, &rbs}, sizeFlag{"dirty", dirty, &dirtyB},
+				sizeFlag{"cache", cache, &cacheB}, sizeFlag{"nodesize", nodeSize, &ns}); err != nil {
+				return err
 			}
 			b, err := devopen.ParseBackend(backend)
 			if err != nil {
@@ -76,37 +67,23 @@ during the timed phase. bench/store-vs-fio.sh runs this beside fio.`,
 			if err := cfg.Validate(); err != nil {
 				return usageError{fmt.Errorf("storebench: %w", err)}
 			}
-			if dir := filepath.Dir(file); dir != "" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
+			if err := makeParent(file); err != nil {
+				return err
 			}
 			stderr := cmd.ErrOrStderr()
 			if showProgress(progress, stderr) {
 				cfg.Progress = func(phase string) { fmt.Fprintf(stderr, "%s\n", phase) }
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stopProfile()
 			results, runErr := storebench.Run(cfg)
 			// What finished is printed even when a later workload failed.
 			if len(results) > 0 {
-				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(results); err != nil {
-						return err
-					}
-				} else {
-					storebench.WriteText(cmd.OutOrStdout(), results)
+				if err := writeResults(cmd.OutOrStdout(), asJSON, results, func(w io.Writer) { storebench.WriteText(w, results) }); err != nil {
+					return err
 				}
 			}
 			return runErr

@@ -98,6 +98,41 @@ func (f *clientFlags) connect(cmd *cobra.Command) (*session, error) {
 	return s, nil
 }
 
+// run is every client verb's preamble: connect, run fn with the session,
+// close. A verb parses its arguments before it calls run, so that a usage
+// error (exit 2) needs no server.
+func (f *clientFlags) run(cmd *cobra.Command, fn func(s *session) error) error {
+	s, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return fn(s)
+}
+
+// runAt is run on what the path p names: connected, it resolves p (op's
+// error if it cannot) and runs fn with p's attributes.
+func (f *clientFlags) runAt(cmd *cobra.Command, op, p string, fn func(s *session, a proto.Attr) error) error {
+	return f.run(cmd, func(s *session) error {
+		a, err := s.resolve(op, p)
+		if err != nil {
+			return err
+		}
+		return fn(s, a)
+	})
+}
+
+// runAtFile is runAt for a verb on file data: a directory at p is op's
+// EISDIR.
+func (f *clientFlags) runAtFile(cmd *cobra.Command, op, p string, fn func(s *session, a proto.Attr) error) error {
+	return f.runAt(cmd, op, p, func(s *session, a proto.Attr) error {
+		if a.IsDir() {
+			return s.fail(op, p, syscall.EISDIR)
+		}
+		return fn(s, a)
+	})
+}
+
 func (s *session) close() {
 	if s.c != nil {
 		s.c.Close()
@@ -205,6 +240,12 @@ func (s *session) fail(op, p string, err error) error {
 		return err
 	}
 	return &opError{op: op, path: p, err: err, timeout: s.flags.timeout}
+}
+
+// failStore is a failed request on the whole store (sync, df), printed as
+// "op: reason".
+func (s *session) failStore(op string, err error) error {
+	return fmt.Errorf("%s: %s", op, (&opError{err: err, timeout: s.flags.timeout}).reason())
 }
 
 // storePath makes a command-line path absolute and clean: "a//b/" is "/a/b".

@@ -5,7 +5,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -52,26 +51,23 @@ they are at the server's next commit (within its --commit-interval).` + clientLo
 				return err
 			}
 			defer closeSrc()
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			w, err := s.c.OpenWriter(s.ctx, p, fsync)
-			if err != nil {
-				return s.fail("put", p, err)
-			}
-			// An error reading the input is returned as it is (it names
-			// the input); a write's is put's.
-			if _, err := copyStream(w, tagged{src}); err != nil {
-				w.Abort()
-				var te tagError
-				if errors.As(err, &te) {
-					return te.err
+			return cf.run(cmd, func(s *session) error {
+				w, err := s.c.OpenWriter(s.ctx, p, fsync)
+				if err != nil {
+					return s.fail("put", p, err)
 				}
-				return s.fail("put", p, err)
-			}
-			return s.fail("put", p, w.Close())
+				// An error reading the input is returned as it is (it
+				// names the input); a write's is put's.
+				if _, err := copyStream(w, tagged{src}); err != nil {
+					w.Abort()
+					var te tagError
+					if errors.As(err, &te) {
+						return te.err
+					}
+					return s.fail("put", p, err)
+				}
+				return s.fail("put", p, w.Close())
+			})
 		},
 	}
 	cf.add(c)
@@ -127,26 +123,23 @@ size it had then.` + clientLong,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := storePath(args[0])
-			s, err := cf.connect(cmd)
-			if err != nil {
+			return cf.run(cmd, func(s *session) error {
+				if output == "" || output == "-" {
+					return s.getTo("get", p, cmd.OutOrStdout())
+				}
+				f, err := os.Create(output)
+				if err != nil {
+					return err
+				}
+				err = s.getTo("get", p, f)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					os.Remove(output)
+				}
 				return err
-			}
-			defer s.close()
-			if output == "" || output == "-" {
-				return s.getTo("get", p, cmd.OutOrStdout())
-			}
-			f, err := os.Create(output)
-			if err != nil {
-				return err
-			}
-			err = s.getTo("get", p, f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				os.Remove(output)
-			}
-			return err
+			})
 		},
 	}
 	cf.add(c)
@@ -165,17 +158,14 @@ as get streams it. It stops at the first file that cannot be read.` + clientLong
   ustore cat /logs/part-1 /logs/part-2 > all.log`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			for _, a := range args {
-				if err := s.getTo("cat", storePath(a), cmd.OutOrStdout()); err != nil {
-					return err
+			return cf.run(cmd, func(s *session) error {
+				for _, a := range args {
+					if err := s.getTo("cat", storePath(a), cmd.OutOrStdout()); err != nil {
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cf.add(c)
@@ -213,55 +203,63 @@ k, M, G (powers of 1024). With --fsync the data is durable on return.` + clientL
 				return err
 			}
 			defer closeSrc()
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			a, err := s.c.Resolve(s.ctx, p)
-			if errors.Is(err, fs.ErrNotExist) && create {
-				var dir proto.Attr
-				var name string
-				if dir, name, err = s.parent("write", p); err != nil {
+			return cf.run(cmd, func(s *session) error {
+				a, err := s.writeTarget(p, create)
+				if err != nil {
 					return err
 				}
-				a, err = s.c.Create(s.ctx, dir.Ino, name, 0o644)
-				if errors.Is(err, fs.ErrExist) { // created meanwhile
-					a, err = s.c.Resolve(s.ctx, p)
-				}
-			}
-			if err != nil {
-				return s.fail("write", p, err)
-			}
-			if a.IsDir() {
-				return s.fail("write", p, syscall.EISDIR)
-			}
-			buf := make([]byte, writeChunk)
-			for {
-				n, rerr := io.ReadFull(src, buf)
-				if n > 0 {
-					if _, err := s.c.Write(s.ctx, a.Ino, off, buf[:n]); err != nil {
-						return s.fail("write", p, err)
+				buf := make([]byte, writeChunk)
+				for {
+					n, rerr := io.ReadFull(src, buf)
+					if n > 0 {
+						if _, err := s.c.Write(s.ctx, a.Ino, off, buf[:n]); err != nil {
+							return s.fail("write", p, err)
+						}
+						off += uint64(n)
 					}
-					off += uint64(n)
+					if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+						break
+					}
+					if rerr != nil {
+						return rerr
+					}
 				}
-				if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-					break
+				if fsync {
+					return s.fail("fsync", p, s.c.Fsync(s.ctx, a.Ino, false))
 				}
-				if rerr != nil {
-					return rerr
-				}
-			}
-			if fsync {
-				return s.fail("fsync", p, s.c.Fsync(s.ctx, a.Ino, false))
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cf.add(c)
 	c.Flags().BoolVar(&create, "create", false, "create the file if it does not exist")
 	c.Flags().BoolVar(&fsync, "fsync", false, "make the data durable before returning")
 	return c
+}
+
+// writeTarget resolves the file write writes into: with create, a missing
+// one is created (mode 0644) in its existing directory. A directory is
+// EISDIR.
+func (s *session) writeTarget(p string, create bool) (proto.Attr, error) {
+	a, err := s.c.Resolve(s.ctx, p)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		var dir proto.Attr
+		var name string
+		if dir, name, err = s.parent("write", p); err != nil {
+			return proto.Attr{}, err
+		}
+		a, err = s.c.Create(s.ctx, dir.Ino, name, 0o644)
+		if errors.Is(err, fs.ErrExist) { // created meanwhile
+			a, err = s.c.Resolve(s.ctx, p)
+		}
+	}
+	if err != nil {
+		return proto.Attr{}, s.fail("write", p, err)
+	}
+	if a.IsDir() {
+		return proto.Attr{}, s.fail("write", p, syscall.EISDIR)
+	}
+	return a, nil
 }
 
 func newReadCommand() *cobra.Command {
@@ -285,36 +283,26 @@ LENGTH take the suffixes k, M, G (powers of 1024).` + clientLong,
 			if err != nil {
 				return err
 			}
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			a, err := s.resolve("read", p)
-			if err != nil {
-				return err
-			}
-			if a.IsDir() {
-				return s.fail("read", p, syscall.EISDIR)
-			}
-			out := cmd.OutOrStdout()
-			buf := make([]byte, min(length, writeChunk))
-			for length > 0 {
-				want := min(length, uint64(len(buf)))
-				n, err := s.c.Read(s.ctx, a.Ino, off, buf[:want])
-				if err != nil {
-					return s.fail("read", p, err)
+			return cf.runAtFile(cmd, "read", p, func(s *session, a proto.Attr) error {
+				out := cmd.OutOrStdout()
+				buf := make([]byte, min(length, writeChunk))
+				for length > 0 {
+					want := min(length, uint64(len(buf)))
+					n, err := s.c.Read(s.ctx, a.Ino, off, buf[:want])
+					if err != nil {
+						return s.fail("read", p, err)
+					}
+					if _, err := out.Write(buf[:n]); err != nil {
+						return err
+					}
+					if uint64(n) < want {
+						break // the end of the file
+					}
+					off += uint64(n)
+					length -= uint64(n)
 				}
-				if _, err := out.Write(buf[:n]); err != nil {
-					return err
-				}
-				if uint64(n) < want {
-					break // the end of the file
-				}
-				off += uint64(n)
-				length -= uint64(n)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cf.add(c)
@@ -338,19 +326,9 @@ them). SIZE takes the suffixes k, M, G, T (powers of 1024).` + clientLong,
 			if err != nil {
 				return err
 			}
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			a, err := s.resolve("truncate", p)
-			if err != nil {
-				return err
-			}
-			if a.IsDir() {
-				return s.fail("truncate", p, syscall.EISDIR)
-			}
-			return s.fail("truncate", p, s.c.Truncate(s.ctx, a.Ino, size))
+			return cf.runAtFile(cmd, "truncate", p, func(s *session, a proto.Attr) error {
+				return s.fail("truncate", p, s.c.Truncate(s.ctx, a.Ino, size))
+			})
 		},
 	}
 	cf.add(c)
@@ -371,16 +349,9 @@ what reading it needs (the size), not its other attributes.` + clientLong,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := storePath(args[0])
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			a, err := s.resolve("fsync", p)
-			if err != nil {
-				return err
-			}
-			return s.fail("fsync", p, s.c.Fsync(s.ctx, a.Ino, data))
+			return cf.runAt(cmd, "fsync", p, func(s *session, a proto.Attr) error {
+				return s.fail("fsync", p, s.c.Fsync(s.ctx, a.Ino, data))
+			})
 		},
 	}
 	cf.add(c)
@@ -398,15 +369,12 @@ returns, as sync(2) for the whole store.` + clientLong,
 		Example: `  ustore sync`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			if err := s.c.Sync(s.ctx); err != nil {
-				return fmt.Errorf("sync: %s", (&opError{err: err, timeout: cf.timeout}).reason())
-			}
-			return nil
+			return cf.run(cmd, func(s *session) error {
+				if err := s.c.Sync(s.ctx); err != nil {
+					return s.failStore("sync", err)
+				}
+				return nil
+			})
 		},
 	}
 	cf.add(c)

@@ -90,38 +90,31 @@ by page (1024 names a request), as they are read.` + clientLong,
 			if len(args) == 1 {
 				p = storePath(args[0])
 			}
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			a, err := s.resolve("ls", p)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if !a.IsDir() {
-				if long {
-					tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-					printLong(tw, a, p)
-					return tw.Flush()
-				}
-				_, err := fmt.Fprintln(out, p)
-				return err
-			}
-			for cookie := uint64(0); ; {
-				es, err := s.c.ReadDir(s.ctx, a.Ino, cookie, proto.ReadDirEntriesMax)
-				if err != nil {
-					return s.fail("ls", p, err)
-				}
-				if err := s.printEntries(out, p, es, long); err != nil {
+			return cf.runAt(cmd, "ls", p, func(s *session, a proto.Attr) error {
+				out := cmd.OutOrStdout()
+				if !a.IsDir() {
+					if long {
+						tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+						printLong(tw, a, p)
+						return tw.Flush()
+					}
+					_, err := fmt.Fprintln(out, p)
 					return err
 				}
-				if len(es) < proto.ReadDirEntriesMax {
-					return nil
+				for cookie := uint64(0); ; {
+					es, err := s.c.ReadDir(s.ctx, a.Ino, cookie, proto.ReadDirEntriesMax)
+					if err != nil {
+						return s.fail("ls", p, err)
+					}
+					if err := s.printEntries(out, p, es, long); err != nil {
+						return err
+					}
+					if len(es) < proto.ReadDirEntriesMax {
+						return nil
+					}
+					cookie = es[len(es)-1].Cookie
 				}
-				cookie = es[len(es)-1].Cookie
-			}
+			})
 		},
 	}
 	cf.add(c)
@@ -203,31 +196,33 @@ modification, change and birth times. --json prints them as one JSON object
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := storePath(args[0])
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			a, err := s.resolve("stat", p)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			ts := func(t proto.Timespec) string { return timeOf(t).UTC().Format(time.RFC3339Nano) }
-			if asJSON {
-				typ := "file"
-				if a.IsDir() {
-					typ = "directory"
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(statJSON{Path: p, Type: typ, Ino: a.Ino, Generation: a.Generation,
-					Mode: fmt.Sprintf("%04o", a.Mode&0o7777), Nlink: a.Nlink, UID: a.UID, GID: a.GID,
-					Size: a.Size, Blocks: a.Blocks,
-					Atime: ts(a.Atime), Mtime: ts(a.Mtime), Ctime: ts(a.Ctime), Btime: ts(a.Btime)})
-			}
-			lt := func(t proto.Timespec) string { return timeOf(t).Local().Format("2006-01-02 15:04:05.000000000 -0700") }
-			_, err = fmt.Fprintf(out, `  path: %s
+			return cf.runAt(cmd, "stat", p, func(s *session, a proto.Attr) error {
+				return printStat(cmd.OutOrStdout(), p, a, asJSON)
+			})
+		},
+	}
+	cf.add(c)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// printStat prints stat's output for a at p: as text, or as JSON.
+func printStat(out io.Writer, p string, a proto.Attr, asJSON bool) error {
+	ts := func(t proto.Timespec) string { return timeOf(t).UTC().Format(time.RFC3339Nano) }
+	if asJSON {
+		typ := "file"
+		if a.IsDir() {
+			typ = "directory"
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(statJSON{Path: p, Type: typ, Ino: a.Ino, Generation: a.Generation,
+			Mode: fmt.Sprintf("%04o", a.Mode&0o7777), Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+			Size: a.Size, Blocks: a.Blocks,
+			Atime: ts(a.Atime), Mtime: ts(a.Mtime), Ctime: ts(a.Ctime), Btime: ts(a.Btime)})
+	}
+	lt := func(t proto.Timespec) string { return timeOf(t).Local().Format("2006-01-02 15:04:05.000000000 -0700") }
+	_, err := fmt.Fprintf(out, `  path: %s
   type: %s
  inode: %d  generation: %d
   mode: %04o (%s)
@@ -240,13 +235,8 @@ modify: %s
 change: %s
  birth: %s
 `, p, typeName(a.Mode), a.Ino, a.Generation, a.Mode&0o7777, modeString(a.Mode), a.Nlink, a.UID, a.GID,
-				a.Size, a.Blocks, lt(a.Atime), lt(a.Mtime), lt(a.Ctime), lt(a.Btime))
-			return err
-		},
-	}
-	cf.add(c)
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+		a.Size, a.Blocks, lt(a.Atime), lt(a.Mtime), lt(a.Ctime), lt(a.Btime))
+	return err
 }
 
 func newMkdirCommand() *cobra.Command {
@@ -267,23 +257,18 @@ already is no error.` + clientLong,
 			if err != nil || perm > 0o7777 {
 				return usageError{fmt.Errorf("--mode %q: want octal permission bits, such as 0755", mode)}
 			}
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			for _, a := range args {
-				p := storePath(a)
+			return cf.run(cmd, func(s *session) error {
+				mkdir := s.mkdir
 				if parents {
-					err = s.mkdirAll(p, uint32(perm))
-				} else {
-					err = s.mkdir(p, uint32(perm))
+					mkdir = s.mkdirAll
 				}
-				if err != nil {
-					return err
+				for _, a := range args {
+					if err := mkdir(storePath(a), uint32(perm)); err != nil {
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cf.add(c)
@@ -350,22 +335,19 @@ The root directory is never removed.` + clientLong,
   ustore rm -r /backups/2025`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			for _, arg := range args {
-				p := storePath(arg)
-				err := s.rm(p, recursive)
-				if force && errors.Is(err, fs.ErrNotExist) {
-					continue
+			return cf.run(cmd, func(s *session) error {
+				for _, arg := range args {
+					p := storePath(arg)
+					err := s.rm(p, recursive)
+					if force && errors.Is(err, fs.ErrNotExist) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
 				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cf.add(c)
@@ -453,36 +435,37 @@ directory (as rename(2)).` + clientLong,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, dst := storePath(args[0]), storePath(args[1])
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			sdir, sname, err := s.parent("mv", src)
-			if err != nil {
-				return err
-			}
-			if _, err := s.c.Lookup(s.ctx, sdir.Ino, sname); err != nil {
-				return s.fail("mv", src, err)
-			}
-			if !noTarget && dst != src {
-				if a, err := s.c.Resolve(s.ctx, dst); err == nil && a.IsDir() {
-					dst = path.Join(dst, sname)
-				}
-			}
-			ddir, dname, err := s.parent("mv", dst)
-			if err != nil {
-				return err
-			}
-			if err := s.c.Rename(s.ctx, sdir.Ino, sname, ddir.Ino, dname); err != nil {
-				return s.fail("mv", src+" to "+dst, err)
-			}
-			return nil
+			return cf.run(cmd, func(s *session) error { return s.mv(src, dst, noTarget) })
 		},
 	}
 	cf.add(c)
 	c.Flags().BoolVarP(&noTarget, "no-target-directory", "T", false, "treat DST as a name even if it is a directory")
 	return c
+}
+
+// mv renames src to dst, or into dst if dst is a directory (unless
+// noTarget).
+func (s *session) mv(src, dst string, noTarget bool) error {
+	sdir, sname, err := s.parent("mv", src)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.Lookup(s.ctx, sdir.Ino, sname); err != nil {
+		return s.fail("mv", src, err)
+	}
+	if !noTarget && dst != src {
+		if a, err := s.c.Resolve(s.ctx, dst); err == nil && a.IsDir() {
+			dst = path.Join(dst, sname)
+		}
+	}
+	ddir, dname, err := s.parent("mv", dst)
+	if err != nil {
+		return err
+	}
+	if err := s.c.Rename(s.ctx, sdir.Ino, sname, ddir.Ino, dname); err != nil {
+		return s.fail("mv", src+" to "+dst, err)
+	}
+	return nil
 }
 
 // dfJSON is df --json's output, in bytes.
@@ -511,38 +494,13 @@ func newDfCommand() *cobra.Command {
   ustore df --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := cf.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			f, err := s.c.StatFS(s.ctx)
-			if err != nil {
-				return fmt.Errorf("df: %s", (&opError{err: err, timeout: cf.timeout}).reason())
-			}
-			bs := uint64(f.BlockSize)
-			d := dfJSON{Size: f.Blocks * bs, Used: (f.Blocks - min(f.BlocksFree, f.Blocks)) * bs,
-				Avail: f.BlocksAvail * bs, Dirty: f.DirtyBytes, BlockSize: f.BlockSize}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(d)
-			}
-			num := func(v uint64) string {
-				if human {
-					return humanBytes(v)
+			return cf.run(cmd, func(s *session) error {
+				f, err := s.c.StatFS(s.ctx)
+				if err != nil {
+					return s.failStore("df", err)
 				}
-				return strconv.FormatUint(v, 10)
-			}
-			pct := "-"
-			if t := d.Used + d.Avail; t > 0 {
-				pct = strconv.FormatUint((d.Used*100+t-1)/t, 10) + "%"
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "Size\tUsed\tAvail\tUse%\tDirty\t")
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", num(d.Size), num(d.Used), num(d.Avail), pct, num(uint64(max(d.Dirty, 0))))
-			return tw.Flush()
+				return printDf(cmd.OutOrStdout(), f, human, asJSON)
+			})
 		},
 	}
 	cf.add(c)
@@ -551,6 +509,33 @@ func newDfCommand() *cobra.Command {
 	c.Flags().BoolVarP(&human, "human-readable", "h", false, "sizes in K, M, G, T (powers of 1024)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON (bytes)")
 	return c
+}
+
+// printDf prints df's output for f: a table (sizes in bytes, or human
+// with -h), or JSON.
+func printDf(out io.Writer, f proto.StatFSReply, human, asJSON bool) error {
+	bs := uint64(f.BlockSize)
+	d := dfJSON{Size: f.Blocks * bs, Used: (f.Blocks - min(f.BlocksFree, f.Blocks)) * bs,
+		Avail: f.BlocksAvail * bs, Dirty: f.DirtyBytes, BlockSize: f.BlockSize}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	num := func(v uint64) string {
+		if human {
+			return humanBytes(v)
+		}
+		return strconv.FormatUint(v, 10)
+	}
+	pct := "-"
+	if t := d.Used + d.Avail; t > 0 {
+		pct = strconv.FormatUint((d.Used*100+t-1)/t, 10) + "%"
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "Size\tUsed\tAvail\tUse%\tDirty\t")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", num(d.Size), num(d.Used), num(d.Avail), pct, num(uint64(max(d.Dirty, 0))))
+	return tw.Flush()
 }
 
 // humanBytes is v in the largest unit of 1024 that keeps it ≥ 1, as df -h:

@@ -13,7 +13,6 @@ import (
 
 	"ustore/dev/devopen"
 	"ustore/engine"
-	"ustore/server"
 	"ustore/store"
 )
 
@@ -66,7 +65,7 @@ running 'ustore serve' holds is refused: stop the server first.`,
 			}
 			// A running server changes the device under fsck's feet: its
 			// report would be of no state at all.
-			lock, err := server.LockDevice(path)
+			lock, err := devopen.LockDevice(path)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,6 @@ import (
 
 	"ustore/dev"
 	"ustore/dev/devopen"
-	"ustore/server"
 	"ustore/store"
 )
 
@@ -85,7 +84,7 @@ func mkfs(cfg mkfsConfig, out, errOut io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	lock, err := server.LockDevice(cfg.Path)
+	lock, err := devopen.LockDevice(cfg.Path)
 	if err != nil {
 		// Not removed even if created: whoever holds the lock uses it.
 		return err

@@ -53,12 +53,9 @@ type serveConfig struct {
 	OTLPEndpoint string
 	MetricsAddr  string
 	Pprof        bool // Go's profiles under /debug/pprof/ on MetricsAddr
-	// CommittedLocked is the benchmarks' ablation of the lock-free
-	// Committed check (store.Options.CommittedLocked).
-	CommittedLocked bool
-	// LogInsertSearch is the benchmarks' ablation of the leaf-only search
-	// that relogs an inode item (store.Options.LogInsertSearch).
-	LogInsertSearch bool
+	// Ablations are the benchmarks' switches (journal.Ablations), set by
+	// the hidden --ablate-* flags (addAblationFlags).
+	Ablations journal.Ablations
 	// ReadOnly serves a damaged device without writing to it
 	// (command_serve_readonly.go); SkipLogReplay, with it, serves the last
 	// commit of a device with an fsync log that cannot be replayed.
@@ -242,11 +239,48 @@ log, so without the files fsynced after it (a warning says so).`,
 	f.StringVar(&cfg.EBPF, "ebpf", ebpfAuto, "eBPF probes (lock waits, commit phases, io_uring, kernel locks): auto (attach what the kernel and privileges allow), on (fail unless all attach), off")
 	f.DurationVar(&cfg.EBPFThreshold, "ebpf-wait-threshold", time.Millisecond, "lock waits at least this long become span events on the waiting request's span (with --ebpf)")
 	f.StringSliceVar(&cfg.EBPFFeatures, "ebpf-features", nil, "attach only these eBPF features: markers, io_uring, kernel_locks (default all)")
-	f.BoolVar(&cfg.CommittedLocked, "ablate-committed-lock", false,
-		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)")
-	f.BoolVar(&cfg.LogInsertSearch, "ablate-log-leaf-search", false,
-		"for benchmarks only: fsync relogs an inode item with an inserting search (parent write locks) instead of a leaf-only one (ustore bench fsync-randwrite)")
+	addAblationFlags(c, &cfg.Ablations)
 	return c
+}
+
+// ablationFlags are the --ablate-* flags of serve, one per field of
+// journal.Ablations: the name, the field, what it switches off, and the
+// warning serve logs when it is set.
+var ablationFlags = []struct {
+	name  string
+	field func(*journal.Ablations) *bool
+	usage string
+	warn  string
+}{
+	{"ablate-log-leaf-search", func(a *journal.Ablations) *bool { return &a.LogInsertSearch },
+		"for benchmarks only: fsync relogs an inode item with an inserting search (parent write locks) instead of a leaf-only one (ustore bench fsync-randwrite)",
+		"ablation: fsync relogs inode items with an inserting search (--ablate-log-leaf-search, for benchmarks only)"},
+	{"ablate-committed-lock", func(a *journal.Ablations) *bool { return &a.CommittedLocked },
+		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)",
+		"ablation: the committed check takes the journal's state lock (--ablate-committed-lock, for benchmarks only)"},
+}
+
+// addAblationFlags defines the --ablate-* flags into a, hidden from
+// `serve --help`: they are for the benchmark scripts in bench/, not for
+// users, but stay settable.
+func addAblationFlags(c *cobra.Command, a *journal.Ablations) {
+	f := c.Flags()
+	for _, af := range ablationFlags {
+		f.BoolVar(af.field(a), af.name, false, af.usage)
+		if err := f.MarkHidden(af.name); err != nil {
+			panic(err) // the flag was defined on the line above
+		}
+	}
+}
+
+// warnAblations says aloud, once the store is mounted, every ablation that
+// is set: a server running one is slower on purpose.
+func warnAblations(log *slog.Logger, a journal.Ablations) {
+	for _, af := range ablationFlags {
+		if *af.field(&a) {
+			log.Warn(af.warn)
+		}
+	}
 }
 
 // idleTimeout is --idle-timeout for server.Options: 0 (never) is negative
@@ -300,11 +334,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 		return err
 	}
 	defer stopEBPF()
-	created, err := prepareDevice(cfg, log)
-	if err != nil {
-		return err
-	}
-	lock, err := server.LockDevice(cfg.Device)
+	lock, created, err := prepareDevice(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -321,7 +351,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	}
 	defer d.Close()
 	st, err := store.Open(d, store.Options{CacheBytes: cfg.CacheBytes, DirtyBytes: cfg.DirtyBytes,
-		CommitInterval: cfg.CommitInterval, Logger: log, CommittedLocked: cfg.CommittedLocked, LogInsertSearch: cfg.LogInsertSearch, ReadOnly: cfg.ReadOnly,
+		CommitInterval: cfg.CommitInterval, Logger: log, Ablations: cfg.Ablations, ReadOnly: cfg.ReadOnly,
 		SkipLogReplay: cfg.SkipLogReplay})
 	if errors.Is(err, engine.ErrNotFormatted) {
 		return fmt.Errorf("%s is not a ustore filesystem (no valid superblock) and is not blank: serve does not format it; "+
@@ -343,12 +373,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	if err := registerStoreStats(st); err != nil {
 		return err
 	}
-	if cfg.LogInsertSearch {
-		log.Warn("ablation: fsync relogs inode items with an inserting search (--ablate-log-leaf-search, for benchmarks only)")
-	}
-	if cfg.CommittedLocked {
-		log.Warn("ablation: the committed check takes the journal's state lock (--ablate-committed-lock, for benchmarks only)")
-	}
+	warnAblations(log, cfg.Ablations)
 
 	srv, err := server.New(st, server.Options{Socket: cfg.Socket, SocketMode: cfg.SocketMode, SocketGroup: cfg.SocketGroup,
 		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log,

@@ -24,31 +24,38 @@ import (
 	"ustore/store"
 )
 
-// prepareDevice makes the data file ready to lock and open, in an order
+// prepareDevice makes the data file ready to open, locked, in an order
 // that leaves nothing behind on a refusal: first the socket path must be
 // usable (a bad --socket must not leave a fresh image, or a formatted blank
 // file, behind), then an existing data file must not be open to others
 // (checkDataFileMode), and only then is a missing one created and
-// formatted (createFormatted).
-func prepareDevice(cfg serveConfig, log *slog.Logger) (created bool, err error) {
+// formatted (createFormatted). The device's lock is taken once, here, and
+// held by the caller until the store is closed: on an existing device
+// after the checks, on a created one before it is formatted.
+func prepareDevice(cfg serveConfig, log *slog.Logger) (lock *devopen.Lock, created bool, err error) {
 	if err := checkSocket(cfg); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if _, err := os.Lstat(cfg.Device); !errors.Is(err, os.ErrNotExist) {
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		fi, err := os.Stat(cfg.Device)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
-		return false, checkDataFileMode(cfg.Device, fi, cfg.AllowReadableDevice, log)
+		if err := checkDataFileMode(cfg.Device, fi, cfg.AllowReadableDevice, log); err != nil {
+			return nil, false, err
+		}
+		lock, err := devopen.LockDevice(cfg.Device)
+		return lock, false, err
 	}
 	if cfg.ReadOnly {
 		// Never created or formatted: there is nothing to serve.
-		return false, fmt.Errorf("--read-only serves an existing filesystem: %s does not exist", cfg.Device)
+		return nil, false, fmt.Errorf("--read-only serves an existing filesystem: %s does not exist", cfg.Device)
 	}
-	return createFormatted(cfg, log)
+	lock, err = createFormatted(cfg, log)
+	return lock, err == nil, err
 }
 
 // checkSocket is server.CheckSocketPath, except that a socket in the data
@@ -70,32 +77,38 @@ func checkSocket(cfg serveConfig) error {
 // mode dataFileMode, and formats it — under a temporary name, renamed into
 // place once formatted, so that the data file never exists half formatted
 // (a crash during the first start leaves only the temporary file, redone
-// next time).
-func createFormatted(cfg serveConfig, log *slog.Logger) (created bool, err error) {
+// next time). The file is locked from its creation on, and the lock it
+// returns, held on the renamed file, is the data file's.
+func createFormatted(cfg serveConfig, log *slog.Logger) (lock *devopen.Lock, err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Device), dataDirMode); err != nil {
-		return false, err
+		return nil, err
 	}
 	tmp := cfg.Device + ".mkfs"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, dataFileMode)
+	lock, err = devopen.CreateLocked(tmp, dataFileMode)
+	if errors.Is(err, devopen.ErrDeviceInUse) {
+		return nil, fmt.Errorf("%w: %s is being formatted by another ustore serve", devopen.ErrDeviceInUse, tmp)
+	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return false, fmt.Errorf("%w: %s is being formatted by another ustore serve", server.ErrDeviceInUse, tmp)
-	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
 	// The mode exactly, whatever the umask, and also on a temporary file
 	// an older serve left behind with its own.
+	f := lock.File()
 	if err := f.Chmod(dataFileMode); err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := f.Truncate(0); err != nil {
-		return false, err
+		return nil, err
 	}
 	start := time.Now()
 	d, _, err := devopen.Open(tmp, devopen.Options{Size: cfg.Size, Backend: cfg.Backend, Logger: log})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	err = store.Mkfs(d, store.MkfsOptions{})
 	if cerr := d.Close(); err == nil {
@@ -103,17 +116,17 @@ func createFormatted(cfg serveConfig, log *slog.Logger) (created bool, err error
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return false, fmt.Errorf("format %s: %w", cfg.Device, err)
+		return nil, fmt.Errorf("format %s: %w", cfg.Device, err)
 	}
-	if err := os.Rename(tmp, cfg.Device); err != nil {
-		return false, err
+	if err := lock.Rename(cfg.Device); err != nil {
+		return nil, err
 	}
 	if dir, err := os.Open(filepath.Dir(cfg.Device)); err == nil {
 		dir.Sync()
 		dir.Close()
 	}
 	log.Info("created and formatted the data file", "device", cfg.Device, "bytes", cfg.Size, "duration", time.Since(start))
-	return true, nil
+	return lock, nil
 }
 
 // openDevice opens the (locked) device, formatting it first when it is a

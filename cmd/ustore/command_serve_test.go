@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"ustore/client"
-	"ustore/server"
+	"ustore/dev/devopen"
+	"ustore/journal"
 )
 
 // buildUstore builds this command into a temporary directory (with the
@@ -162,7 +165,7 @@ func TestCommand_Serve_SIGTERMDuringLoad(t *testing.T) {
 	// A second server on the same device is refused, naming it.
 	err := runServe(serveConfig{Device: dev, Socket: filepath.Join(dir, "other.sock"), Size: 256 << 20},
 		slog.New(slog.DiscardHandler), nil)
-	if !errors.Is(err, server.ErrDeviceInUse) || !strings.Contains(err.Error(), dev) {
+	if !errors.Is(err, devopen.ErrDeviceInUse) || !strings.Contains(err.Error(), dev) {
 		t.Fatalf("second server: %v", err)
 	}
 
@@ -382,5 +385,34 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 	out, err := run(t, "serve", "--help")
 	if err != nil || !strings.Contains(out, "SIGTERM") || !strings.Contains(out, "ustore-data/ustore.sock") {
 		t.Fatalf("help: %v\n%s", err, out)
+	}
+}
+
+// TestCommand_Serve_AblationFlagsHidden: the --ablate-* flags are not in
+// `serve --help`, yet each still parses into its journal.Ablations field
+// (bench/ scripts set them).
+func TestCommand_Serve_AblationFlagsHidden(t *testing.T) {
+	out, err := run(t, "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "ablate") || !strings.Contains(out, "--read-only") {
+		t.Fatalf("serve --help shows an ablation flag, or lacks the others:\n%s", out)
+	}
+	var a journal.Ablations
+	c := &cobra.Command{}
+	addAblationFlags(c, &a)
+	var args []string
+	for _, af := range ablationFlags {
+		if f := c.Flags().Lookup(af.name); f == nil || !f.Hidden {
+			t.Fatalf("--%s: %+v, want a hidden flag", af.name, f)
+		}
+		args = append(args, "--"+af.name)
+	}
+	if err := c.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if a != (journal.Ablations{CommittedLocked: true, LogInsertSearch: true}) {
+		t.Fatalf("%v set %+v, want every ablation", args, a)
 	}
 }

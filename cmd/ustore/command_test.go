@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"ustore/bench/ringbench"
-	"ustore/server"
+	"ustore/dev/devopen"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -134,12 +134,12 @@ func TestCommand_MkfsFsck_RefuseADeviceInUse(t *testing.T) {
 	if out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", path); err != nil {
 		t.Fatalf("mkfs: %v\n%s", err, out)
 	}
-	lock, err := server.LockDevice(path)
+	lock, err := devopen.LockDevice(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"mkfs", "--size", "64M", path}, {"fsck", path}} {
-		if _, err := run(t, args...); !errors.Is(err, server.ErrDeviceInUse) {
+		if _, err := run(t, args...); !errors.Is(err, devopen.ErrDeviceInUse) {
 			t.Errorf("%v with the device locked: %v, want ErrDeviceInUse", args, err)
 		}
 	}

@@ -3,6 +3,10 @@
 // pread/pwrite (dev/sysdev), saying which and why. It is a package of its own
 // so that importing dev — as the engine does — never links the io_uring
 // layer: dev cannot import its own implementations.
+//
+// It also holds the device's lock (lock.go): the flock that lets one
+// process at a time — serve, mkfs or fsck — use a device, taken once by
+// each before it opens the device and held until after it is closed.
 package devopen
 
 import (

@@ -44,10 +44,12 @@ var allowed = map[string][]string{
 	// it imports none.
 	"internal/jaegertest": {},
 	// bench/storebench is the `ustore bench store` workloads on the filesystem.
-	"bench/storebench": {"store", "dev", "dev/devopen"},
+	"bench/storebench": {"store", "dev", "dev/devopen", "bench/layout"},
 	// bench/servicebench is `ustore bench service`: a real server and
 	// client, the store in process, on a device file or a memdev.
-	"bench/servicebench": {"client", "proto", "server", "store", "dev", "dev/devopen", "dev/memdev"},
+	"bench/servicebench": {"client", "proto", "server", "store", "dev", "dev/devopen", "dev/memdev", "bench/layout"},
+	// bench/layout writes the device file of those two in full once.
+	"bench/layout": {"dev"},
 	// bench/fsyncbench is `ustore bench fsync-*`: the workloads of the
 	// fsync patches on a running server (through the client) or a kernel
 	// filesystem's directory (its tests start a server in process).
