@@ -3,6 +3,8 @@ package dev
 import (
 	"sync"
 	"unsafe"
+
+	"ustore/internal/assert"
 )
 
 // IsAligned reports whether b starts on a SectorSize boundary.
@@ -40,9 +42,7 @@ type BufferPool struct {
 // NewBufferPool carves region (4096-aligned, a multiple of size) into slabs
 // of size bytes. A nil region gives a pool that always allocates.
 func NewBufferPool(region []byte, size int) *BufferPool {
-	if size <= 0 || size%SectorSize != 0 {
-		panic("dev: buffer size must be a positive multiple of SectorSize")
-	}
+	assert.Thatf(size > 0 && size%SectorSize == 0, "dev: buffer size %d is not a positive multiple of SectorSize", size)
 	p := &BufferPool{size: size, region: region}
 	for off := 0; off+size <= len(region); off += size {
 		p.free = append(p.free, region[off:off+size:off+size])

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sync"
+
+	"ustore/internal/assert"
 )
 
 // allocator hands out device space. It keeps the free extents in memory
@@ -79,16 +81,20 @@ func (a *allocator) reserveData(length uint64) (uint64, error) {
 		}
 		// Cutting a big extent may leave a small remainder: what the
 		// big extents lose can exceed length.
-		a.freeSet.remove(start, length)
+		taken := a.freeSet.remove(start, length)
+		assert.Thatf(taken, "engine: data extent [%d, +%d) found but not taken", start, length)
 		if a.freeSet.bigSum < a.reserve {
 			a.freeSet.add(start, length)
 			return 0, fmt.Errorf("%w: %d bytes would be left in extents a node fits in, %d kept for deletes and commits",
 				ErrNoSpace, a.freeSet.bigSum, a.reserve)
 		}
 		a.dataCursor = start + length
+		a.assertTaken(start, length)
 		return start, nil
 	}
-	a.freeSet.remove(start, length)
+	taken := a.freeSet.remove(start, length)
+	assert.Thatf(taken, "engine: small hole [%d, +%d) found but not taken", start, length)
+	a.assertTaken(start, length)
 	return start, nil
 }
 
@@ -106,6 +112,7 @@ func (a *allocator) dataAvailable() uint64 {
 func (a *allocator) useData(tid, start, length uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.assertTaken(start, length)
 	d := a.delta(tid)
 	d.allocs = append(d.allocs, extent{start, length})
 }
@@ -114,6 +121,7 @@ func (a *allocator) useData(tid, start, length uint64) {
 func (a *allocator) unreserveData(start, length uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	assert.Thatf(a.inDevice(start, length), "engine: data [%d, +%d) returned outside the device", start, length)
 	if !a.freeSet.add(start, length) {
 		return fmt.Errorf("%w: data [%d, +%d) returned twice", ErrCorruption, start, length)
 	}
@@ -131,7 +139,9 @@ func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (u
 	if !ok {
 		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
 	}
-	a.freeSet.remove(start, length)
+	taken := a.freeSet.remove(start, length)
+	assert.Thatf(taken, "engine: node extent [%d, +%d) found but not taken", start, length)
+	a.assertTaken(start, length)
 	*cursor = start + length
 	d := a.delta(tid)
 	d.allocs = append(d.allocs, extent{start, length})
@@ -149,17 +159,28 @@ func (a *allocator) free(tid, start, length uint64) {
 	d.frees = append(d.frees, extent{start, length})
 }
 
-// unpin makes the space freed by tid (now durable) allocatable.
+// unpin makes the space freed by tid (now durable) allocatable. What it
+// frees came from items read from disk, so an extent outside the device is
+// corruption, refused here: the free set holds only device space (what
+// assertTaken checks on every allocation).
 func (a *allocator) unpin(tid uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, x := range a.pinned[tid] {
+		assert.Thatf(a.pinnedSum >= x.length, "engine: %d bytes pinned, fewer than the extent [%d, +%d) of transaction %d", a.pinnedSum, x.start, x.length, tid)
 		a.pinnedSum -= x.length
+		if !a.inDevice(x.start, x.length) {
+			return fmt.Errorf("%w: freed [%d, +%d) outside the device's [%d, %d)", ErrCorruption, x.start, x.length, uint64(firstAllocatable), a.size)
+		}
 		if !a.freeSet.add(x.start, x.length) {
 			return fmt.Errorf("%w: block %d freed twice", ErrCorruption, x.start)
 		}
 	}
 	delete(a.pinned, tid)
+	if invariantsOn {
+		err := a.freeSet.check(firstAllocatable, a.size)
+		assert.Thatf(err == nil, "engine: after unpinning transaction %d: %v", tid, err)
+	}
 	return nil
 }
 
@@ -169,6 +190,10 @@ func (a *allocator) takeDelta(tid uint64) *allocDelta {
 	defer a.mu.Unlock()
 	d := a.deltas[tid]
 	delete(a.deltas, tid)
+	if invariantsOn {
+		err := a.freeSet.check(firstAllocatable, a.size)
+		assert.Thatf(err == nil, "engine: at the commit of transaction %d: %v", tid, err)
+	}
 	if d != nil && len(d.allocs) == 0 && len(d.frees) == 0 {
 		return nil
 	}
@@ -179,7 +204,18 @@ func (a *allocator) takeDelta(tid uint64) *allocDelta {
 func (a *allocator) freeBytes() uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.assertTotals()
 	return a.freeSet.total()
+}
+
+// assertTotals checks the running totals where they are read (Space,
+// freeBytes); extentSet.assertSum checks them where they change. The free
+// extents are disjoint and inside the device, so they cannot add up to
+// more than it. a.mu is held.
+func (a *allocator) assertTotals() {
+	assert.Thatf(a.freeSet.bigSum <= a.freeSet.sum && a.freeSet.sum <= a.size-firstAllocatable,
+		"engine: %d bytes free (%d in big extents) on a device of %d allocatable bytes",
+		a.freeSet.sum, a.freeSet.bigSum, a.size-firstAllocatable)
 }
 
 // allocLog takes a block for a log tree node out of the free set, without a
@@ -195,7 +231,9 @@ func (a *allocator) allocLog(length uint64, reserveOK bool) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
 	}
-	a.freeSet.remove(start, length)
+	taken := a.freeSet.remove(start, length)
+	assert.Thatf(taken, "engine: log extent [%d, +%d) found but not taken", start, length)
+	a.assertTaken(start, length)
 	a.metaCursor = start + length
 	return start, nil
 }
@@ -204,6 +242,7 @@ func (a *allocator) allocLog(length uint64, reserveOK bool) (uint64, error) {
 func (a *allocator) release(start, length uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	assert.Thatf(a.inDevice(start, length), "engine: log block [%d, +%d) released outside the device", start, length)
 	if !a.freeSet.add(start, length) {
 		return fmt.Errorf("%w: log block %d released twice", ErrCorruption, start)
 	}
@@ -211,12 +250,30 @@ func (a *allocator) release(start, length uint64) error {
 }
 
 // claim takes exactly [start, start+length) out of the free set: replay's
-// way to protect what a log references. It fails unless all of it is free.
+// way to protect what a log references. It fails unless all of it is free
+// (start and length come from a log read from disk).
 func (a *allocator) claim(start, length uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.freeSet.remove(start, length) {
+	if !a.inDevice(start, length) || !a.freeSet.remove(start, length) {
 		return fmt.Errorf("%w: [%d, +%d) is not free", ErrCorruption, start, length)
 	}
+	a.assertTaken(start, length)
 	return nil
+}
+
+// inDevice reports whether [start, start+length) is non-empty, does not
+// wrap, and lies in the allocatable part of the device.
+func (a *allocator) inDevice(start, length uint64) bool {
+	return length > 0 && start >= firstAllocatable && start+length > start && start+length <= a.size
+}
+
+// assertTaken checks an extent the allocator hands out or records as used:
+// inside the device, and no byte of it free. Its pair is the check on the
+// way in (loadFreeSpace and unpin refuse extents outside the device;
+// extentSet.add refuses overlaps), and applyDelta checks the same of every
+// allocation the free space tree takes. a.mu is held.
+func (a *allocator) assertTaken(start, length uint64) {
+	assert.Thatf(a.inDevice(start, length), "engine: extent [%d, +%d) outside the device's [%d, %d)", start, length, uint64(firstAllocatable), a.size)
+	assert.Thatf(!a.freeSet.overlaps(start, length), "engine: extent [%d, +%d) taken but still free", start, length)
 }

@@ -67,7 +67,14 @@
 //     freed blocks stay pinned until the freeing transaction is durable.
 //     (allocator.free / unpin)
 //  7. Referenced space and the free space tree partition the device, with no
-//     block referenced twice. (fsck; applyDelta)
+//     block referenced twice. The allocator's free set holds only device
+//     space (loadFreeSpace and unpin refuse the rest as corruption); an
+//     extent it hands out is inside the device and no longer free
+//     (assertTaken, asserted again where applyDelta takes it), and every
+//     add or take moves the free total by exactly its length
+//     (extentSet.assertSum; read back in Space). The invariants build walks
+//     the whole free set at each commit and unpin. (fsck; applyDelta;
+//     extentSet.check)
 //  8. Every node read from the device is checked — checksum, fsid, bytenr,
 //     owner, level, generation, shape — before use; a mismatch is
 //     ErrCorruption, never a panic. (readNode, verify, checkShape; fuzzed)

@@ -1,6 +1,11 @@
 package engine
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+
+	"ustore/internal/assert"
+)
 
 // extent is a byte range [start, start+length) on the device.
 type extent struct{ start, length uint64 }
@@ -59,8 +64,22 @@ func (s *extentSet) findSmall(length uint64) (uint64, bool) {
 	return 0, false
 }
 
-// add inserts [start, start+length), which must not overlap the set.
+// add inserts [start, start+length), which must not overlap the set. The
+// bytes added come back exactly: sum grows by length (paired with remove).
 func (s *extentSet) add(start, length uint64) bool {
+	assert.Thatf(length > 0 && start+length > start, "engine: free extent [%d, +%d) is empty or wraps", start, length)
+	before := s.sum
+	ok := s.insert(start, length)
+	if ok {
+		s.assertSum(before, before+length)
+	} else {
+		s.assertSum(before, before)
+	}
+	return ok
+}
+
+// insert is add without the accounting checks.
+func (s *extentSet) insert(start, length uint64) bool {
 	i := sort.Search(len(s.xs), func(i int) bool { return s.xs[i].start >= start })
 	if (i > 0 && s.xs[i-1].end() > start) || (i < len(s.xs) && start+length > s.xs[i].start) {
 		return false // overlap: a double free
@@ -93,7 +112,22 @@ func (s *extentSet) add(start, length uint64) bool {
 }
 
 // remove takes [start, start+length) out; it must lie inside one extent.
+// The bytes taken are exactly length (paired with add), and none of them
+// is free afterwards.
 func (s *extentSet) remove(start, length uint64) bool {
+	assert.Thatf(length > 0 && start+length > start, "engine: extent [%d, +%d) to take is empty or wraps", start, length)
+	before := s.sum
+	if !s.cut(start, length) {
+		s.assertSum(before, before)
+		return false
+	}
+	s.assertSum(before, before-length)
+	assert.Thatf(!s.overlaps(start, length), "engine: [%d, +%d) is still free after it was taken", start, length)
+	return true
+}
+
+// cut is remove without the accounting checks.
+func (s *extentSet) cut(start, length uint64) bool {
 	i := sort.Search(len(s.xs), func(i int) bool { return s.xs[i].end() > start })
 	if i == len(s.xs) || s.xs[i].start > start || s.xs[i].end() < start+length {
 		return false
@@ -140,3 +174,51 @@ func (s *extentSet) findFrom(cursor, length uint64) (uint64, bool) {
 }
 
 func (s *extentSet) total() uint64 { return s.sum }
+
+// overlaps reports whether any byte of [start, start+length) is free: a
+// binary search, cheap enough to assert on every allocation.
+func (s *extentSet) overlaps(start, length uint64) bool {
+	i := sort.Search(len(s.xs), func(i int) bool { return s.xs[i].end() > start })
+	return i < len(s.xs) && s.xs[i].start < start+length
+}
+
+// assertSum checks the running totals after a change: sum moved by exactly
+// the bytes added or taken, and the big extents are part of it.
+func (s *extentSet) assertSum(before, want uint64) {
+	assert.Thatf(s.sum == want, "engine: free bytes %d after a change from %d, want %d", s.sum, before, want)
+	assert.Thatf(s.bigSum <= s.sum, "engine: %d free bytes in big extents, more than the %d free", s.bigSum, s.sum)
+}
+
+// check walks the whole set (invariants build only, at commit points):
+// extents sorted, non-empty, disjoint and never adjacent, inside [lo, hi),
+// and sum, bigSum and the small index agree with them.
+func (s *extentSet) check(lo, hi uint64) error {
+	var sum, bigSum uint64
+	smallCount := 0
+	for i, x := range s.xs {
+		if x.length == 0 || x.start < lo || x.end() > hi {
+			return fmt.Errorf("engine: free extent %d [%d, %d) is empty or outside [%d, %d)", i, x.start, x.end(), lo, hi)
+		}
+		if i > 0 && s.xs[i-1].end() >= x.start {
+			return fmt.Errorf("engine: free extents [%d, %d) and [%d, %d) overlap or touch", s.xs[i-1].start, s.xs[i-1].end(), x.start, x.end())
+		}
+		sum += x.length
+		if x.length >= s.big {
+			bigSum += x.length
+			continue
+		}
+		if _, ok := s.small[x.length][x.start]; !ok {
+			return fmt.Errorf("engine: small free extent [%d, %d) missing from the index", x.start, x.end())
+		}
+		smallCount++
+	}
+	indexed := 0
+	for _, m := range s.small {
+		indexed += len(m)
+	}
+	if sum != s.sum || bigSum != s.bigSum || indexed != smallCount {
+		return fmt.Errorf("engine: free set totals %d/%d/%d, its extents %d/%d/%d (bytes/big bytes/small extents)",
+			s.sum, s.bigSum, indexed, sum, bigSum, smallCount)
+	}
+	return nil
+}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sort"
+
+	"ustore/internal/assert"
 )
 
 // The free space tree (tree 10) holds one item per free extent. Its key is
@@ -29,6 +31,9 @@ func (e *Engine) applyDelta(tr *Trans, d *allocDelta) (used int64, err error) {
 	allocs, frees := cancelPairs(d.allocs, d.frees)
 	fst := e.trees[FreeSpaceTreeID]
 	for _, x := range coalesce(allocs) {
+		// The allocator checked each allocation as it handed it out
+		// (assertTaken); the same holds where the tree takes it.
+		assert.Thatf(e.alloc.inDevice(x.start, x.length), "engine: transaction %d allocated [%d, +%d), outside the device", tr.id, x.start, x.length)
 		if err := fst.fstTake(tr, x); err != nil {
 			return used, err
 		}

@@ -1,6 +1,6 @@
 package engine
 
-import "fmt"
+import "ustore/internal/assert"
 
 // checkCommitInvariants checks every tree as transaction tid leaves it —
 // key order, bounds, generations, fill — before tid is written. tid's nodes
@@ -24,7 +24,6 @@ func (e *Engine) checkCommitInvariants(tid uint64) {
 			e.checkNode(t, r, true, MinKey, MaxKey, false, refs, rep)
 		}
 	}
-	if err := rep.Err(); err != nil {
-		panic(fmt.Sprintf("engine: invariants broken in transaction %d: %v", tid, err))
-	}
+	err := rep.Err()
+	assert.Thatf(err == nil, "engine: invariants broken in transaction %d: %v", tid, err)
 }

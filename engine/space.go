@@ -28,6 +28,7 @@ func (e *Engine) Space() SpaceInfo {
 	a := e.alloc
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.assertTotals()
 	s := SpaceInfo{Total: a.size, Free: a.freeSet.total(), Pinned: a.pinnedSum, Reserve: a.reserve, Available: a.dataAvailable()}
 	if a.freeSet.bigSum > a.reserve {
 		s.MetaAvailable = a.freeSet.bigSum - a.reserve

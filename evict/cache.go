@@ -1,6 +1,10 @@
 package evict
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"ustore/internal/assert"
+)
 
 // hashMul is 2^64 divided by the golden ratio (Fibonacci hashing): bytenrs
 // are multiples of the node size, so their low bits are all zero, and the
@@ -86,7 +90,7 @@ func (c *Cache[E]) Get(key uint64) (E, bool) {
 // counts as a use; OnEvict is not called for the old entry.
 func (c *Cache[E]) Add(key uint64, e E) {
 	bytes := e.CacheBytes()
-	assert(bytes >= 0, "evict: Entry.CacheBytes is negative")
+	assert.That(bytes >= 0, "evict: Entry.CacheBytes is negative")
 	i, s := c.shardOf(key)
 	s.mu.Lock()
 	it, ok := s.items[key]

@@ -1,5 +1,7 @@
 package evict
 
+import "ustore/internal/assert"
+
 // Clear drops every unpinned entry and returns how many pinned entries
 // remain, for unmount and for dropping a whole tree's nodes.
 //
@@ -59,7 +61,7 @@ func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
 		}
 		it = next
 	}
-	assert(it == s.hand, "evict: ring length differs from map size")
+	assert.That(it == s.hand, "evict: ring length differs from map size")
 
 	s.items = make(map[uint64]*item[E], len(kept))
 	s.hand = nil
@@ -68,7 +70,7 @@ func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
 		s.items[k.key] = k
 	}
 	s.bytes -= droppedBytes
-	assert(s.bytes >= 0, "evict: shard bytes went negative")
+	assert.That(s.bytes >= 0, "evict: shard bytes went negative")
 	s.totals.bytes.Add(-droppedBytes)
 	s.totals.entries.Add(-int64(n))
 	s.checkAfterChange()

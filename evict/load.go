@@ -1,5 +1,7 @@
 package evict
 
+import "ustore/internal/assert"
+
 // call is one in-flight load of a key by GetOrLoad: the first goroutine to
 // miss runs load; the others that miss the same key meanwhile wait on done
 // and share its result (singleflight, per key, inside the shard).
@@ -86,10 +88,10 @@ func (c *Cache[E]) finishLoad(i int, s *shard[E], key uint64, cl *call[E], e E, 
 		e = zero
 	} else {
 		bytes = e.CacheBytes()
-		assert(bytes >= 0, "evict: Entry.CacheBytes is negative")
+		assert.That(bytes >= 0, "evict: Entry.CacheBytes is negative")
 	}
 	s.mu.Lock()
-	assert(s.loading[key] == cl, "evict: a key's load finished but is not the key's call")
+	assert.That(s.loading[key] == cl, "evict: a key's load finished but is not the key's call")
 	delete(s.loading, key)
 	if err == nil {
 		if cached, ok := s.lookup(key); ok {

@@ -3,6 +3,8 @@ package evict
 import (
 	"sync"
 	"sync/atomic"
+
+	"ustore/internal/assert"
 )
 
 // shard is one independently locked part of the cache: the keys whose hash
@@ -72,7 +74,7 @@ func (s *shard[E]) lookup(key uint64) (E, bool) {
 // its item.
 func (s *shard[E]) insertLocked(key uint64, e E, bytes int64) *item[E] {
 	_, dup := s.items[key]
-	assert(!dup, "evict: insert of a key already cached")
+	assert.That(!dup, "evict: insert of a key already cached")
 	it := &item[E]{key: key, entry: e, bytes: bytes}
 	s.link(it)
 	s.items[key] = it
@@ -100,7 +102,7 @@ func (s *shard[E]) dropLocked(it *item[E]) {
 	s.unlink(it)
 	delete(s.items, it.key)
 	s.bytes -= it.bytes
-	assert(s.bytes >= 0, "evict: shard bytes went negative")
+	assert.That(s.bytes >= 0, "evict: shard bytes went negative")
 	s.totals.bytes.Add(-it.bytes)
 	s.totals.entries.Add(-1)
 	s.checkAfterChange()
@@ -109,10 +111,9 @@ func (s *shard[E]) dropLocked(it *item[E]) {
 // checkAfterChange asserts the shard's structure after a change: the cheap
 // relation always, the whole ring under the invariants build tag.
 func (s *shard[E]) checkAfterChange() {
-	assert((s.hand == nil) == (len(s.items) == 0), "evict: hand and map disagree on emptiness")
+	assert.That((s.hand == nil) == (len(s.items) == 0), "evict: hand and map disagree on emptiness")
 	if invariantsEnabled {
-		if err := s.checkLocked(); err != nil {
-			panic(err)
-		}
+		err := s.checkLocked()
+		assert.Thatf(err == nil, "evict: %v", err)
 	}
 }

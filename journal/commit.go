@@ -3,6 +3,8 @@ package journal
 import (
 	"context"
 	"time"
+
+	"ustore/internal/assert"
 )
 
 // committer is the journal's one committer goroutine: it commits
@@ -48,15 +50,15 @@ func (j *Journal) nextCommit() *transaction {
 // handles. Called with j.mu held; the wait releases it, so Start and End go
 // on meanwhile (new handles go to t+1).
 func (j *Journal) beginCommit(t *transaction) {
-	assert(j.committing == nil, "one transaction commits at a time")
-	assert(t.handlesEver > 0, "no empty transaction runs, so none commits")
+	assert.That(j.committing == nil, "journal: one transaction commits at a time")
+	assert.That(t.handlesEver > 0, "journal: no empty transaction runs, so none commits")
 	t.timer.Stop()
 	j.running = nil
 	j.committing = t
 	for t.handlesOpen > 0 {
 		j.handlesDrained.Wait()
 	}
-	assert(t.handlesOpen == 0 && j.committing == t, "Commit runs with no handle of t open")
+	assert.That(t.handlesOpen == 0 && j.committing == t, "journal: Commit runs with no handle of t open")
 }
 
 // commit runs Options.Commit for t (committing, no handle open) and
@@ -77,7 +79,7 @@ func (j *Journal) commit(t *transaction) {
 	// Publish: the store of commitSeq is the commit point for every reader
 	// of Committed, so it comes after all of Options.Commit's work.
 	prev := j.commitSeq.Load()
-	assert(uint64(t.transid) == prev+1, "commitSeq grows by one per commit, in id order")
+	assert.That(uint64(t.transid) == prev+1, "journal: commitSeq grows by one per commit, in id order")
 	j.commitSeq.Store(uint64(t.transid))
 
 	// Committed runs before the waiters wake: whoever waited for t (a
@@ -102,7 +104,7 @@ func (j *Journal) commit(t *transaction) {
 func (j *Journal) fail(t *transaction, cause error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	assert(j.failed == nil, "the committer stops at the first failure")
+	assert.That(j.failed == nil, "journal: the committer stops at the first failure")
 	j.failed = &FailedError{Transid: t.transid, Cause: cause}
 	j.committing = nil
 	// The running transaction, if any, can never commit now: nothing may

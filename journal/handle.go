@@ -1,8 +1,9 @@
 package journal
 
 import (
-	"fmt"
 	"sync/atomic"
+
+	"ustore/internal/assert"
 )
 
 // Handle is one caller's membership in a transaction (btrfs:
@@ -66,10 +67,8 @@ func (j *Journal) attach(create bool) (*Handle, error) {
 			return nil, err
 		}
 	}
-	if t.handlesOpen >= handlesOpenMax {
-		panic(fmt.Sprintf("journal: %d handles open on transaction %d: handles leak (Start without End)",
-			t.handlesOpen, t.transid))
-	}
+	assert.Thatf(t.handlesOpen < handlesOpenMax,
+		"journal: %d handles open on transaction %d: handles leak (Start without End)", t.handlesOpen, t.transid)
 	t.handlesOpen++
 	t.handlesEver++
 	return &Handle{j: j, t: t}, nil
@@ -84,14 +83,13 @@ func (h *Handle) Transid() Transid { return h.t.transid }
 // panics: a second End would let the commit write a transaction that some
 // other caller is still changing.
 func (h *Handle) End() {
-	if !h.ended.CompareAndSwap(false, true) {
-		panic(fmt.Sprintf("journal: handle of transaction %d ended twice", h.t.transid))
-	}
+	swapped := h.ended.CompareAndSwap(false, true)
+	assert.Thatf(swapped, "journal: handle of transaction %d ended twice", h.t.transid)
 	j, t := h.j, h.t
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	t.handlesOpen--
-	assert(t.handlesOpen >= 0, "open handles never go negative")
+	assert.That(t.handlesOpen >= 0, "journal: open handles never go negative")
 	if t.handlesOpen == 0 && j.committing == t {
 		// The committer and any Start waiting for t to freeze wait on it.
 		j.handlesDrained.Broadcast()

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"ustore/internal/assert"
 )
 
 // Journal hands out transaction ids and handles, decides when the running
@@ -150,6 +152,6 @@ func (j *Journal) State(t Transid) TransState {
 	if j.committed(t) {
 		return TransCommitted
 	}
-	assert(j.failed != nil, "a transaction handed out is running, committing or committed unless the journal failed")
+	assert.That(j.failed != nil, "journal: a transaction handed out is running, committing or committed unless the journal failed")
 	return TransAborted
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"ustore/internal/assert"
 )
 
 // Transid is a transaction id (btrfs: transid; the generation its commit
@@ -103,15 +105,15 @@ type transaction struct {
 // newTransaction creates the running transaction, with the next id, for the
 // Start that is about to join it. Called with j.mu held.
 func (j *Journal) newTransaction() (*transaction, error) {
-	assert(j.running == nil, "a transaction is created only when none runs")
+	assert.That(j.running == nil, "journal: a transaction is created only when none runs")
 	id := j.nextTransid
 	if id > transidMax {
 		// Not reachable at one transaction a millisecond for 500 million years;
 		// refuse rather than wrap to 0.
 		return nil, fmt.Errorf("%w: next would be %d", ErrTransidsExhausted, id)
 	}
-	assert(uint64(id) == j.commitSeq.Load()+1 || (j.committing != nil && id == j.committing.transid+1),
-		"a new transaction follows the last committed or the committing one")
+	assert.That(uint64(id) == j.commitSeq.Load()+1 || (j.committing != nil && id == j.committing.transid+1),
+		"journal: a new transaction follows the last committed or the committing one")
 	t := &transaction{transid: id, began: time.Now()}
 	t.timer = time.AfterFunc(j.opts.CommitInterval, func() { j.requestCommit(t, reasonInterval) })
 	j.nextTransid = id + 1

@@ -1,5 +1,7 @@
 package journal
 
+import "ustore/internal/assert"
+
 // The commit triggers: the interval timer of each transaction (armed in
 // newTransaction), dirty bytes (AddDirty), explicit (CommitNow) and Close.
 // Each marks the running transaction under mu and kicks the committer.
@@ -36,7 +38,7 @@ func (j *Journal) kickCommitter() {
 // is already writing them out, so they are not counted. n must not be
 // negative.
 func (j *Journal) AddDirty(n int64) {
-	assert(n >= 0, "AddDirty of a negative byte count")
+	assert.That(n >= 0, "journal: AddDirty of a negative byte count")
 	j.mu.Lock()
 	t := j.running
 	if t == nil {
@@ -45,7 +47,7 @@ func (j *Journal) AddDirty(n int64) {
 	}
 	before := t.dirtyBytes
 	t.dirtyBytes += n
-	assert(t.dirtyBytes >= before, "dirty byte count overflowed")
+	assert.That(t.dirtyBytes >= before, "journal: dirty byte count overflowed")
 	crossed := before <= j.opts.DirtyBytesMax && t.dirtyBytes > j.opts.DirtyBytesMax
 	if crossed && t.reason == reasonNone {
 		t.reason = reasonDirty

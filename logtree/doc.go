@@ -103,13 +103,17 @@
 //     the committer waits until the sub-transaction has no writer, then
 //     moves the log to the next sub-transaction, so a log generation's
 //     nodes never change once its sync has begun (the CoW rule of the
-//     engine's log trees does the rest). (Ctx.Done, Log.sync)
+//     engine's log trees does the rest). A context joins only a
+//     sub-transaction whose sync has not begun. (Log.Join, Ctx.Done,
+//     Log.sync)
 //  2. Syncs run one at a time, in sub-transaction order: a sync writes the
 //     nodes of every earlier unsynced sub-transaction with its own, and
 //     its superblock may name nodes an earlier sync wrote. (Log.sync)
 //  3. lastLogCommit only grows; it is written only by a committer, after
 //     its superblock is durable, and read without the mutex (the 2021
-//     btrfs fsync patch; TestLog_LastLogCommit_TakesNoLock). (Log.sync)
+//     btrfs fsync patch; TestLog_LastLogCommit_TakesNoLock). A context
+//     whose sync another committer ran finds that sync's generation
+//     published once it succeeded. (Log.sync)
 //  4. Any failure while logging poisons the transaction's log
 //     (forceCommit): a half-logged inode could otherwise be made durable by
 //     another context's sync. A poisoned log is never synced, and every

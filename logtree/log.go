@@ -100,6 +100,11 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 		l.mu.Unlock()
 		return nil, nil, ErrLogForceCommit
 	}
+	// The pair of the committer's check (invariant 1): the
+	// sub-transaction a context joins has no sync begun, so what it logs
+	// goes out with that sub-transaction's sync.
+	assert.Thatf(l.logCommit[l.logTransid%2] == nil,
+		"logtree: a context joins sub-transaction %d of transaction %d while its sync is in flight (invariant 1)", l.logTransid, l.tid)
 	c := &Ctx{l: l, tid: l.tid, sub: l.logTransid}
 	l.logWriters++
 	l.logCtxs[c.sub%2] = append(l.logCtxs[c.sub%2], c)
@@ -175,6 +180,10 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			// Our sub-transaction is being synced by its committer.
 			l.mu.Unlock()
 			<-r.done
+			// The pair of the committer's store (invariant 3): a sync
+			// that succeeded published its generation before done.
+			assert.Thatf(r.err != nil || l.lastLogCommit.Load() >= c.Generation(),
+				"logtree: sub-transaction %d of transaction %d synced, but lastLogCommit is %d (invariant 3)", c.sub, c.tid, l.lastLogCommit.Load())
 			c.batch = -1 // counted by the committer
 			return r.err
 		}

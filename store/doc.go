@@ -60,12 +60,14 @@
 //  9. An inode's logged marks (loggedChanges, loggedGen) are set under its
 //     mu, after every item of it is in the log of its own transaction, with
 //     the change count read before logging: a change made since makes
-//     inLog false. (logAndSync)
+//     inLog false. Both marks only grow, and the logged count is never
+//     above the inode's. (logAndSync, inLog)
 //  10. logTrack holds the running transaction's changes only, as sorted,
 //     disjoint, non-adjacent ranges; a change of an older transaction is
 //     ignored, and an fsync of one finds errTrackGone and commits. What it
 //     cannot express (a rename, a logged name changed) makes every later
-//     fsync of the transaction commit. (logTrack.take, staleReason)
+//     fsync of the transaction commit. (rangeSet.add, logTrack.take,
+//     staleReason)
 //  11. A file's log is append-only: an fsync's records take sequence
 //     numbers after the inode's last one, a range record followed by
 //     copies of the extents in it, so replay applies them in order, later

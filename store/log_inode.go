@@ -568,6 +568,11 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 	if err == nil {
 		changes := in.changes.Load()
 		if err = s.logInode(ctx, w, tid, in); err == nil {
+			// in.mu is held: the marks only grow (invariant 9; inLog
+			// checks the pair where it reads them).
+			assert.Thatf(changes >= in.loggedChanges.Load() && lctx.Generation() >= in.loggedGen.Load(),
+				"store: inode %d logged at generation %d with %d changes, after generation %d with %d",
+				in.ino, lctx.Generation(), changes, in.loggedGen.Load(), in.loggedChanges.Load())
 			in.loggedChanges.Store(changes)
 			in.loggedGen.Store(lctx.Generation())
 		}
@@ -597,6 +602,10 @@ func (s *Store) logSync(ctx context.Context, c *logtree.Ctx) error { return s.tl
 // only (btrfs_inode_in_log).
 func (s *Store) inLog(in *inode) bool {
 	gen := in.loggedGen.Load()
-	return gen != 0 && in.loggedChanges.Load() == in.changes.Load() &&
+	logged, changes := in.loggedChanges.Load(), in.changes.Load()
+	// loggedChanges is a count of changes read before logging, and the
+	// count only grows (the pair of logAndSync's check, invariant 9).
+	assert.Thatf(logged <= changes, "store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
+	return gen != 0 && logged == changes &&
 		engine.LogTransaction(gen) == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
 }

@@ -1,8 +1,9 @@
 package memdev
 
 import (
-	"fmt"
 	"math/rand/v2"
+
+	"ustore/internal/assert"
 )
 
 // CrashPolicy chooses what a power cut keeps of the unflushed writes. The
@@ -97,8 +98,9 @@ func (d *Device) CrashAt(seq uint64, p CrashPolicy) *Device {
 // keeps or tears, oldest first, so that of two kept writes to one sector the
 // newer wins, and returns img.
 func applyPolicy(img image, pending []Write, p CrashPolicy) image {
-	if p.Tear != nil && (p.Tear.Index < 0 || p.Tear.Index >= len(pending)) {
-		panic(fmt.Sprintf("memdev: Tear.Index %d, but %d unflushed writes", p.Tear.Index, len(pending)))
+	if p.Tear != nil {
+		assert.Thatf(p.Tear.Index >= 0 && p.Tear.Index < len(pending),
+			"memdev: Tear.Index %d, but %d unflushed writes", p.Tear.Index, len(pending))
 	}
 	for i, w := range pending {
 		switch {

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"ustore/dev"
+
+	"ustore/internal/assert"
 )
 
 // bufferSize is the size of the buffers of a Device's pool: 64 KiB, the
@@ -43,9 +45,7 @@ type Device struct {
 // New returns an empty (zero-filled) device of size bytes. size must be a
 // positive multiple of dev.SectorSize.
 func New(size int64) *Device {
-	if size <= 0 || size%dev.SectorSize != 0 {
-		panic(fmt.Sprintf("memdev: size %d is not a positive multiple of %d", size, dev.SectorSize))
-	}
+	assert.Thatf(size > 0 && size%dev.SectorSize == 0, "memdev: size %d is not a positive multiple of %d", size, dev.SectorSize)
 	return newFromImage(size, make(image))
 }
 

@@ -1,6 +1,8 @@
 package memdev
 
-import "fmt"
+import (
+	"ustore/internal/assert"
+)
 
 // fault is one armed injection: it fires at the at-th operation of kind
 // counted since New (counts), or at every one from the at-th on.
@@ -35,9 +37,8 @@ func (d *Device) ClearErrors() {
 }
 
 func (d *Device) arm(kind OpKind, n int, every bool, err error) {
-	if kind < OpRead || kind >= opKindCount || n < 1 || err == nil {
-		panic(fmt.Sprintf("memdev: bad fault: kind %v, n %d, err %v", kind, n, err))
-	}
+	assert.Thatf(kind >= OpRead && kind < opKindCount && n >= 1 && err != nil,
+		"memdev: bad fault: kind %v, n %d, err %v", kind, n, err)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.faults = append(d.faults, fault{kind: kind, at: d.counts[kind] + n, every: every, err: err})

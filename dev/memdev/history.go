@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"ustore/dev"
+
+	"ustore/internal/assert"
 )
 
 // OpKind is the kind of a recorded operation.
@@ -116,9 +118,7 @@ func (d *Device) ForgetHistory() {
 // writes at that point. Failed operations change nothing (Invariant 4).
 // d.mu is held.
 func (d *Device) stateAt(seq uint64) (image, []Write) {
-	if seq < d.origin.seq || seq > d.seq {
-		panic(fmt.Sprintf("memdev: Seq %d outside the recorded history [%d, %d]", seq, d.origin.seq, d.seq))
-	}
+	assert.Thatf(seq >= d.origin.seq && seq <= d.seq, "memdev: Seq %d outside the recorded history [%d, %d]", seq, d.origin.seq, d.seq)
 	durable := d.origin.durable.clone()
 	pending := append([]Write(nil), d.origin.pending...)
 	for _, r := range d.history {
@@ -150,17 +150,16 @@ func (d *Device) next() uint64 {
 // record appends op, and data for a successful write, to the history,
 // checking that Seq only grows (Invariant 2). d.mu is held.
 func (d *Device) record(op Op, data []byte) {
-	if n := len(d.history); (n > 0 && d.history[n-1].Seq >= op.Seq) || op.Seq <= d.origin.seq {
-		panic(fmt.Sprintf("memdev: Seq %d recorded out of order", op.Seq))
-	}
+	n := len(d.history)
+	assert.Thatf((n == 0 || d.history[n-1].Seq < op.Seq) && op.Seq > d.origin.seq, "memdev: Seq %d recorded out of order", op.Seq)
 	d.history = append(d.history, record{Op: op, data: data})
 }
 
 // appendPending adds a successful write to the unflushed list, checking
 // that Seq only grows (Invariant 2). d.mu is held.
 func (d *Device) appendPending(w Write) {
-	if n := len(d.pending); n > 0 && d.pending[n-1].Seq >= w.Seq {
-		panic(fmt.Sprintf("memdev: unflushed write Seq %d after Seq %d", w.Seq, d.pending[n-1].Seq))
+	if n := len(d.pending); n > 0 {
+		assert.Thatf(d.pending[n-1].Seq < w.Seq, "memdev: unflushed write Seq %d after Seq %d", w.Seq, d.pending[n-1].Seq)
 	}
 	d.pending = append(d.pending, w)
 }

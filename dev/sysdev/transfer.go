@@ -8,6 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ustore/dev"
+
+	"ustore/internal/assert"
 )
 
 // transfer moves all of b to or from offset off with sys (pread or pwrite):
@@ -30,8 +32,9 @@ func transfer(op string, sys func(fd int, p []byte, off int64) (int, error), fd 
 			continue
 		case err != nil:
 			return mediumError(op, off, err)
-		case n < 0 || n > len(b):
-			panic(fmt.Sprintf("sysdev: %s of %d bytes returned %d", op, len(b), n))
+		}
+		assert.Thatf(n >= 0 && n <= len(b), "sysdev: %s of %d bytes returned %d", op, len(b), n)
+		switch {
 		case n == 0 && op == "read":
 			return fmt.Errorf("%w: read at offset %d: end of file: %w", ErrTruncated, off, dev.MediumError(op, off, unix.EIO))
 		case n == 0:

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"ustore/dev"
+
+	"ustore/internal/assert"
 )
 
 // jobKind is what a worker does with a job.
@@ -49,7 +51,7 @@ func (d *Device) work() {
 		case jobFlush:
 			j.io.Err = flush(d.sys.fdatasync, d.fd)
 		default:
-			panic("sysdev: unknown job kind")
+			assert.Thatf(false, "sysdev: unknown job kind %d", j.kind)
 		}
 		j.done.Done()
 	}
