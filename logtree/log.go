@@ -60,8 +60,35 @@ type Ctx struct {
 	l     *Log
 	tid   uint64
 	sub   uint64
-	left  bool // Done called
-	batch int  // contexts in the sync that completed this one
+	left  bool     // Done called
+	role  syncRole // what it did in the log sync that completed it
+	batch int      // with roleCommitter: the contexts its sync completed
+}
+
+// syncRole is what a context did in the log sync that completed it.
+type syncRole uint8
+
+const (
+	// roleNone: it synced nothing — its sub-transaction was durable
+	// already, or the fsync commits instead.
+	roleNone syncRole = iota
+	// roleCommitter: it wrote the log sync for every context that joined.
+	roleCommitter
+	// roleWaiter: it waited for the sync another context committed
+	// (counted in that one's batch).
+	roleWaiter
+)
+
+func (r syncRole) String() string {
+	switch r {
+	case roleNone:
+		return "none"
+	case roleCommitter:
+		return "committer"
+	case roleWaiter:
+		return "waiter"
+	}
+	return "unknown"
 }
 
 // New returns the log of engine e.
@@ -157,8 +184,11 @@ func (l *Log) Sync(ctx context.Context, c *Ctx) error {
 	if err != nil {
 		span.RecordError(err)
 	}
-	span.SetAttributes(trace.BatchSize(c.batch))
-	trace.RecordLogSync(time.Since(start), c.batch)
+	span.SetAttributes(trace.LogSyncRole(c.role.String()))
+	if c.role == roleCommitter {
+		span.SetAttributes(trace.BatchSize(c.batch))
+	}
+	trace.RecordLogSync(time.Since(start), c.batch) // a batch only for the committer
 	return err
 }
 
@@ -184,7 +214,7 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			// that succeeded published its generation before done.
 			assert.Thatf(r.err != nil || l.lastLogCommit.Load() >= c.Generation(),
 				"logtree: sub-transaction %d of transaction %d synced, but lastLogCommit is %d (invariant 3)", c.sub, c.tid, l.lastLogCommit.Load())
-			c.batch = -1 // counted by the committer
+			c.role = roleWaiter // counted in the committer's batch
 			return r.err
 		}
 		if c.sub < l.logTransid {
@@ -230,7 +260,7 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 		assert.That(c.Generation() > l.lastLogCommit.Load(), "logtree: lastLogCommit only grows (invariant 3)")
 		l.lastLogCommit.Store(c.Generation())
 	}
-	c.batch = len(ctxs)
+	c.role, c.batch = roleCommitter, len(ctxs)
 	l.stats.syncs.Add(1)
 	l.stats.contexts.Add(uint64(len(ctxs)))
 	r.err = err

@@ -96,6 +96,8 @@
 //	                each inode was last logged, and the fallback reasons
 //	log_replay.go   replayer, the logtree.Target that applies a log at
 //	                mount, then fixes up link counts and sizes
+//	log_outcome.go  the outcomes an fsync counts and the fallback
+//	                reasons that make it commit, named
 //
 // logtree/doc.go has the rest of the map (group commit, the log tree's
 // writer and format, replay's stages, engine/log_tree.go) and the trouble

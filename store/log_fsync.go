@@ -76,32 +76,32 @@ func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) erro
 	if err := s.writeData(ctx, in); err != nil {
 		return err
 	}
-	outcome := "committed"
+	outcome := outcomeCommitted
 	switch {
 	case s.e.Committed(in.lastTrans.Load()):
 	case s.inLog(in):
-		outcome = "in_log"
+		outcome = outcomeInLog
 	default:
 		outcome, err = s.logAndSync(ctx, in)
 		var fb *errFallback
 		if errors.As(err, &fb) {
-			s.stats.fallback(fb.reason)
-			span.SetAttributes(attribute.String("fallback", fb.reason))
-			outcome = "commit"
+			s.stats.fallback(fb.reason.String())
+			span.SetAttributes(attribute.String("fallback", fb.reason.String()))
+			outcome = outcomeCommit
 			_, err = s.e.Commit(ctx)
 		}
 	}
 	switch outcome {
-	case "committed":
+	case outcomeCommitted:
 		s.stats.fsyncCommitted.Add(1)
-	case "in_log":
+	case outcomeInLog:
 		s.stats.fsyncInLog.Add(1)
-	case "logged":
+	case outcomeLogged:
 		s.stats.fsyncLogged.Add(1)
-	case "commit":
+	case outcomeCommit:
 		s.stats.fsyncCommit.Add(1)
 	}
-	span.SetAttributes(attribute.String("outcome", outcome), trace.Transid(in.lastTrans.Load()))
+	span.SetAttributes(attribute.String("outcome", outcome.String()), trace.Transid(in.lastTrans.Load()))
 	return err
 }
 

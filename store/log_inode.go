@@ -517,14 +517,14 @@ func (s *Store) logExists(w *logtree.Writer, tid, child uint64) error {
 }
 
 // errFallback is a fsync that must commit, with the reason counted.
-type errFallback struct{ reason string }
+type errFallback struct{ reason fallbackReason }
 
-func (e *errFallback) Error() string { return "fsync falls back to a commit: " + e.reason }
+func (e *errFallback) Error() string { return "fsync falls back to a commit: " + e.reason.String() }
 func (e *errFallback) Unwrap() error { return logtree.ErrLogForceCommit }
 
 // logAndSync logs in and syncs the log. A result wrapping
 // logtree.ErrLogForceCommit means: commit instead.
-func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err error) {
+func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome, err error) {
 	s.renameMu.RLock()
 	in.mu.Lock()
 	locked := true
@@ -537,26 +537,26 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 	}
 	defer unlock()
 	if in.deleted.Load() {
-		return "committed", nil // nothing of it can come back: nothing to make durable
+		return outcomeCommitted, nil // nothing of it can come back: nothing to make durable
 	}
 	tr, err := s.e.Start()
 	if err != nil {
-		return "", err
+		return outcomeFailed, err
 	}
 	defer tr.End()
 	tid := tr.ID()
 	if s.e.Committed(in.lastTrans.Load()) {
-		return "committed", nil
+		return outcomeCommitted, nil
 	}
-	if reason := s.track.staleReason(tid); reason != "" {
-		return "", &errFallback{reason}
+	if reason := s.track.staleReason(tid); reason != fallbackNone {
+		return outcomeCommit, &errFallback{reason}
 	}
 	lctx, lt, err := s.tlog.Join(tr)
 	if err != nil {
 		if errors.Is(err, engine.ErrLogFull) {
-			return "", &errFallback{"log_full"}
+			return outcomeCommit, &errFallback{fallbackLogFull}
 		}
-		return "", &errFallback{"log_poisoned"}
+		return outcomeCommit, &errFallback{fallbackLogPoisoned}
 	}
 	// The generation this inode is logged at is its own transaction's and
 	// stays above lastLogCommit until its sync is durable (the committer
@@ -581,19 +581,19 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome string, err 
 		s.tlog.Poison(lctx)
 		lctx.Done()
 		if errors.Is(err, errTrackGone) {
-			return "", &errFallback{"old_transaction"}
+			return outcomeCommit, &errFallback{fallbackOldTransaction}
 		}
 		s.log.Warn("fsync: logging failed; committing instead", "ino", in.ino, "err", err)
-		return "", &errFallback{"log_error"}
+		return outcomeCommit, &errFallback{fallbackLogError}
 	}
 	unlock()
 	if err := s.logSync(ctx, lctx); err != nil {
 		if errors.Is(err, logtree.ErrLogForceCommit) {
-			return "", &errFallback{"log_poisoned"}
+			return outcomeCommit, &errFallback{fallbackLogPoisoned}
 		}
-		return "", err
+		return outcomeFailed, err
 	}
-	return "logged", nil
+	return outcomeLogged, nil
 }
 
 func (s *Store) logSync(ctx context.Context, c *logtree.Ctx) error { return s.tlog.Sync(ctx, c) }

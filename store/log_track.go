@@ -46,7 +46,7 @@ type logTrack struct {
 	// fsync ("" while it can): a rename, or a name change of an inode or
 	// directory whose names are already in the log. Every later fsync of
 	// tid commits (btrfs: last_unlink_trans, log_full_commit).
-	stale string
+	stale fallbackReason
 }
 
 // resetLocked moves the tracker to transaction tid (mu held). It reports
@@ -63,7 +63,7 @@ func (t *logTrack) resetLocked(tid uint64) bool {
 		t.dirsLogged = map[uint64]struct{}{}
 		t.unlinked = map[uint64][]uint64{}
 		t.shrunk = map[engine.Key]int{}
-		t.stale = ""
+		t.stale = fallbackNone
 	}
 	return true
 }
@@ -91,8 +91,8 @@ func (t *logTrack) entryAdded(tid, dir, idx, child uint64) {
 		return
 	}
 	t.dirRangeLocked(dir).add(idx, idx+1)
-	if _, ok := t.names[child]; ok && t.stale == "" {
-		t.stale = "logged_name_changed" // a link of a logged inode
+	if _, ok := t.names[child]; ok && t.stale == fallbackNone {
+		t.stale = fallbackLoggedNameChanged // a link of a logged inode
 	}
 }
 
@@ -107,8 +107,8 @@ func (t *logTrack) entryRemoved(tid, dir, idx, child uint64) {
 	t.unlinked[dir] = append(t.unlinked[dir], child)
 	_, named := t.names[child]
 	_, listed := t.dirsLogged[dir]
-	if (named || listed) && t.stale == "" {
-		t.stale = "logged_name_changed"
+	if (named || listed) && t.stale == fallbackNone {
+		t.stale = fallbackLoggedNameChanged
 	}
 }
 
@@ -148,8 +148,8 @@ func (t *logTrack) itemGrown(tid uint64, key engine.Key, size, max int) {
 	if !t.resetLocked(tid) {
 		return
 	}
-	if size+t.shrunk[key]+engine.DirEntrySize(engine.NameMax) > max && t.stale == "" {
-		t.stale = "name_item_full"
+	if size+t.shrunk[key]+engine.DirEntrySize(engine.NameMax) > max && t.stale == fallbackNone {
+		t.stale = fallbackNameItemFull
 	}
 }
 
@@ -158,20 +158,20 @@ func (t *logTrack) itemGrown(tid uint64, key engine.Key, size, max int) {
 func (t *logTrack) renamed(tid uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.resetLocked(tid) && t.stale == "" {
-		t.stale = "rename"
+	if t.resetLocked(tid) && t.stale == fallbackNone {
+		t.stale = fallbackRename
 	}
 }
 
-// staleReason is why fsyncs of tid must commit, or "".
-func (t *logTrack) staleReason(tid uint64) string {
+// staleReason is why fsyncs of tid must commit, or fallbackNone.
+func (t *logTrack) staleReason(tid uint64) fallbackReason {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
-		return "old_transaction"
+		return fallbackOldTransaction
 	}
 	if tid > t.tid {
-		return ""
+		return fallbackNone
 	}
 	return t.stale
 }

@@ -165,6 +165,12 @@ func Nodes(n int) attribute.KeyValue { return attribute.Int("ustore.nodes", n) }
 // submission, keys in a batch insert.
 func BatchSize(n int) attribute.KeyValue { return attribute.Int("ustore.batch_size", n) }
 
+// LogSyncRole is what an fsync's log context did in the log sync that
+// completed it: "committer" (it wrote the sync for the batch), "waiter"
+// (it waited for another's), "none" (its log was durable already, or it
+// committed instead).
+func LogSyncRole(r string) attribute.KeyValue { return attribute.String("ustore.log_sync_role", r) }
+
 // Contexts is the number of log contexts that joined one log sync.
 func Contexts(n int) attribute.KeyValue { return attribute.Int("ustore.contexts", n) }
 

@@ -184,7 +184,7 @@ func TestCommand_Serve_Tracing_Jaeger(t *testing.T) {
 	}
 	traceWantAttrs(t, sfs.Children[0], map[string]string{"ustore.ino": strconv.FormatUint(f.Ino, 10), "ustore.bytes": strconv.Itoa(len(data))})
 	traceWantAttrs(t, sfs.Children[1], map[string]string{"ustore.ino": strconv.FormatUint(f.Ino, 10)})
-	traceWantAttrs(t, sfs.Children[2], map[string]string{"ustore.transid": transid, "ustore.batch_size": "1"})
+	traceWantAttrs(t, sfs.Children[2], map[string]string{"ustore.transid": transid, "ustore.batch_size": "1", "ustore.log_sync_role": "committer"})
 
 	// sync: every dirty inode written back (the second file's block), then
 	// the next transaction committed under the sync's span.
