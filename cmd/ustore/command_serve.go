@@ -194,6 +194,9 @@ log, so without the files fsynced after it (a warning says so).`,
 			if err := parseEBPFFeatures(cfg.EBPFFeatures); err != nil {
 				return usageError{err}
 			}
+			if cfg.SkipLogReplay && !cfg.ReadOnly {
+				return usageError{errors.New("--skip-log-replay needs --read-only: a read-write mount must replay the fsync log")}
+			}
 			if commitInterval < 0 || shutdownTimeout <= 0 {
 				return usageError{errors.New("--commit-interval must be ≥ 0 and --shutdown-timeout > 0")}
 			}

@@ -375,6 +375,8 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 		{"serve", "--log-level", "loud"},
 		{"serve", "--ebpf", "maybe"},
 		{"serve", "--ebpf-features", "markers,kprobes"},
+		{"serve", "--skip-log-replay"},
+		{"serve", "--idle-timeout", "-1s"},
 		{"serve", "extra"},
 	} {
 		_, err := run(t, args...)
