@@ -10,7 +10,9 @@
 #
 # The image is IMG (default ustore-data/fsync-bench/profile.img, 2 GiB),
 # written in full on first use (a sparse image doubles the cost of a flush:
-# ../shared/notes/peer-baselines.md) and formatted for every run. Results go
+# fdatasync p50 243 µs against 104 µs through a loop device on the
+# benchmark VM,
+# docs/BENCHMARKS.md "fsync (issue 6)") and formatted for every run. Results go
 # to OUT (default bench/out/fsync-profile-<time>): bench.txt (the workload's
 # report with the server's counters), cpu.prof (go tool pprof bin/ustore
 # OUT/cpu.prof), serve.log, machine.txt.

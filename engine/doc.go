@@ -2,7 +2,8 @@
 // btrfs: trees of checksummed nodes on a dev.Device, changed only inside
 // transactions (journal), committed atomically by writing every new node and
 // then a superblock that points at the new roots. docs/FORMAT.md draws the
-// on-disk format; this comment says how the pieces fit and what must hold.
+// on-disk format; docs/ARCHITECTURE.md places the engine among the other
+// packages; this comment says how the pieces fit and what must hold.
 //
 // Files, by concept: key.go (keys and item types), format.go (layouts and
 // sizes), extent_buffer.go (a node in memory), leaf.go (packing items in a

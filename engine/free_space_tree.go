@@ -9,7 +9,7 @@ import (
 
 // The free space tree (tree 10) holds one item per free extent. Its key is
 // (end, FREE_SPACE_EXTENT, length) — keyed by the extent's end, not its
-// start as DESIGN.md first sketched — so that the extent containing a byte
+// start as the founding design first sketched — so that the extent containing a byte
 // is the first item whose objectid is above it: a forward search, which is
 // all a B-tree cursor does cheaply. docs/FORMAT.md says the same.
 

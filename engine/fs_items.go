@@ -224,5 +224,6 @@ func GetCsum(b []byte, i int) uint32 { return le.Uint32(b[i*CsumSize:]) }
 func FileExtentInlineSize(n int) int { return fileExtentHeader + n }
 
 // FileExtentMaxInline is the most data an inline extent holds in a tree of
-// the given item size limit: up to 2 KiB, as DESIGN.md's small file tails.
+// the given item size limit: up to 2 KiB, so that a small file's tail lives
+// in its leaf (docs/FORMAT.md, EXTENT_DATA).
 func FileExtentMaxInline(itemDataMax int) int { return min(2048, itemDataMax-fileExtentHeader) }

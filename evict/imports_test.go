@@ -10,7 +10,7 @@ import (
 )
 
 // TestPackage_ImportsNoUstorePackage: evict sits at the bottom of the
-// import graph (DESIGN.md), next to trace; it imports no ustore package
+// import graph (docs/ARCHITECTURE.md), next to trace; it imports no ustore package
 // but internal/assert (a leaf every package may import, internal/lint),
 // not even in its tests, so the engine and store can both use it.
 func TestPackage_ImportsNoUstorePackage(t *testing.T) {

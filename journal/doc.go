@@ -7,8 +7,8 @@
 // already runs beside it (copy-on-write keeps the two apart).
 //
 // "Is transaction T committed?" is one atomic load of commitSeq (Committed):
-// no lock, no channel. jbd2 learnt this in 2024 (shared/reference/
-// jbd2-lockless-transaction-committed-2024.txt): its
+// no lock, no channel. jbd2 learnt this in 2024 ("[PATCH v2] jbd2: speed
+// up jbd2_transaction_committed()", Zhang Yi, linux-ext4): its
 // jbd2_transaction_committed took j_state_lock to look at the running and
 // committing transactions, and comparing with j_commit_sequence instead
 // gained 10–20% on concurrent direct I/O. fsync asks the question on every

@@ -1,5 +1,5 @@
 // Package lock is the one lock type every lock of interest in ustore goes
-// through: B-tree node locks and the fsync log's mutex (DESIGN.md, "Locks").
+// through: B-tree node locks and the fsync log's mutex (docs/ARCHITECTURE.md, "Locks").
 // It wraps sync.RWMutex and sync.Mutex so that a contended acquisition is
 // visible twice: to eBPF, through the trace markers, and to Go, through a
 // per-Class wait histogram that exists without root or BPF and that tests

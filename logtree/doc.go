@@ -1,6 +1,7 @@
 // Package logtree is fast fsync: log transactions shared by concurrent
 // fsyncs, the items an fsync copies into the running transaction's log tree,
 // and replay of a log at mount (btrfs: fs/btrfs/tree-log.c).
+// docs/ARCHITECTURE.md ("The fsync path") gives the overview.
 //
 // # Trouble cases
 //

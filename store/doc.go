@@ -2,7 +2,7 @@
 // and files on the engine's fs tree, file data in checksummed extents,
 // buffered writes with writeback, and the durability calls (fsync, sync).
 // docs/FORMAT.md draws its items; docs/design/store.md says why it is built
-// this way. The API is by inode number (as the protocol's requests), with
+// this way; docs/ARCHITECTURE.md places it among the other packages. The API is by inode number (as the protocol's requests), with
 // path helpers (Resolve, Put, Get) on top; errors are *fs.PathError
 // wrapping a syscall.Errno.
 //

@@ -15,7 +15,7 @@ import (
 // (for a directory, its entries). datasync (fdatasync) may skip attributes
 // that reading the data does not need; today both take the same path.
 //
-// The decision, in one place (DESIGN.md, "fsync and log trees"):
+// The decision, in one place (docs/ARCHITECTURE.md, "The fsync path"):
 //
 //  1. nothing buffered and the transaction of the inode's last change
 //     committed — atomic loads, no lock (journal.Committed, the 2024 jbd2

@@ -98,8 +98,8 @@ func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) 
 // The walk is depth-first in the order of each inode's INODE_REFs — the
 // order a recursion would take — but over an explicit stack on the heap:
 // one transaction may create a chain of directories as deep as it likes,
-// and a goroutine's stack must not grow with it (STYLE.md: no recursion
-// over unbounded depth; TestLog_DeepNewDirs).
+// and a goroutine's stack must not grow with it (the project's style: no
+// recursion over unbounded depth; TestLog_DeepNewDirs).
 func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
 	// nameFrame is one inode whose names are logged: the parents of its
 	// names not yet looked at are parents[next:].

@@ -3,7 +3,7 @@
 // /metrics endpoint), the helpers other packages use instead of importing
 // OpenTelemetry themselves (Start, Span, the attribute helpers, W3C
 // traceparent in and out, the Record functions), and the marker functions
-// that eBPF uprobes attach to (DESIGN.md, "Tracing"). It imports no project
+// that eBPF uprobes attach to (docs/ARCHITECTURE.md, "Tracing"). It imports no project
 // package, so that any package may call it.
 //
 //	ustore.fsync (ctx from ContextWithRemoteParent(ctx, traceparent))
@@ -48,7 +48,9 @@
 // RET; a uprobe on it costs an int3 trap plus a single-step trap, about 13 µs
 // a hit on this VM. On a 5-byte NOP (0f 1f 44 00 00) Linux 6.18 rewrites the
 // probe into a call to its uprobe trampoline, about 1.2 µs a hit
-// (notes/ebpf-otel-jaeger-facts.md §3). LockWaitEnd runs with the lock
+// (2,390 ns a begin+end pair, medians of 5 runs, in the feasibility study
+// made on this VM before ebpf/ was written; docs/BENCHMARKS.md "eBPF overhead"
+// has today's figures). LockWaitEnd runs with the lock
 // already held, so its hit cost adds to the hold time: one more reason to keep
 // it cheap. The markers are ABI0 functions, so their arguments sit on the
 // stack: BPF reads them at sp+8 (the word at sp is the return address).

@@ -61,7 +61,8 @@ const DefaultServiceName = "ustore"
 
 // DefaultShutdownTimeout bounds shutdown when Config.ShutdownTimeout is 0.
 // Without a bound, the OTLP exporter waits out its 10 s export timeout when no
-// collector listens (notes/ebpf-otel-jaeger-facts.md §5); a daemon that is
+// collector listens (TracerProvider.Shutdown blocked 10.0 s, the export
+// timeout, in a test with no collector on the port); a daemon that is
 // stopping must not.
 const DefaultShutdownTimeout = 3 * time.Second
 

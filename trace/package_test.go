@@ -30,7 +30,7 @@ func projectImports(fset *token.FileSet, name string, src any) ([]string, error)
 
 // TestPackage_Imports_NoProjectPackage checks Invariant 4 on every non-test
 // file of the package, whatever its build constraints: trace sits below every
-// other package (DESIGN.md), so it may import none of them.
+// other package (docs/ARCHITECTURE.md), so it may import none of them.
 func TestPackage_Imports_NoProjectPackage(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {

@@ -45,7 +45,7 @@ func Enabled() bool { return tracer.Load() != nil }
 // by value.
 type Span struct{ s oteltrace.Span }
 
-// Start starts a span named name (DESIGN.md's names: "ustore.<op>",
+// Start starts a span named name (docs/TRACING.md's names: "ustore.<op>",
 // "journal.commit", "logtree.sync_log", ...) as a child of ctx's span, and
 // returns a context carrying it. End it with Span.End. When tracing is off it
 // returns ctx itself and the zero Span, without allocating

@@ -1,6 +1,6 @@
 // Package fsyncbench is `ustore bench fsync-randwrite | dir-fsync |
-// csum-fsync | committed-check`: the workloads of the fsync patches in
-// ../shared/reference/ (issue 6), written once and run on two kinds of
+// csum-fsync | committed-check`: the workloads of four Linux fsync patches
+// (named below by their titles; issue 6), written once and run on two kinds of
 // target behind one interface (Target), so that ustore and the kernel's
 // filesystems do exactly the same thing:
 //
@@ -16,8 +16,8 @@
 // # The workloads
 //
 // fsync-randwrite (RandWrite) is the fio job of the 2021 btrfs patch set
-// "a few fsync related minor improvements" (btrfs-fsync-log-mutex-and-
-// leaf-locks-2021.txt): numjobs jobs (8 and 16), one file each (32 MiB
+// "[PATCH 0/4] btrfs: a few fsync related minor improvements and a
+// cleanup" (Filipe Manana, linux-btrfs, 2021): numjobs jobs (8 and 16), one file each (32 MiB
 // here, 256 MiB in the patch; laid out first, as fio does), buffered
 // 4 KiB random writes, an fsync after every 4 writes, time based. It
 // reports fio's write IOPS and the fsyncs' latency. Offsets are uniformly
@@ -25,15 +25,15 @@
 // not reproduced).
 //
 // dir-fsync (DirFsync) is the test script of the 2021 btrfs bulk item
-// insertion patches (btrfs-bulk-item-insertion-2021.txt): create
-// file_1..file_N empty in a new directory (N = 1,000,000), fsync the
+// insertion patches ("[PATCH 0/3] btrfs: speedup bulk item insertions",
+// Filipe Manana, linux-btrfs, 2021): create file_1..file_N empty in a new directory (N = 1,000,000), fsync the
 // directory (timed), sync (timed), delete file_1 and every (N/1000)th
 // file after it, fsync the directory again (timed). The creates and the
 // deletes are timed too.
 //
 // csum-fsync (CsumFsync) is the sysbench run of the 2011 btrfs patch "do
-// not flush csum items of unchanged file data during treelog"
-// (btrfs-treelog-skip-unchanged-csums-2011.txt): one thread, 4 KiB random
+// not flush csum items of unchanged file data during treelog" (RFC, Liu
+// Bo, linux-btrfs, 2011): one thread, 4 KiB random
 // writes to two files, an fsync of each file every 100 writes, first on
 // two large files (2 GiB each; 4 GiB in the patch), then on two small
 // ones (4 MiB each). Each phase is laid out and synced first (sysbench's
@@ -42,8 +42,8 @@
 // count writes and fsyncs, as sysbench's events.
 //
 // committed-check (CommittedCheck) is the fio job of the 2024 jbd2 patch
-// "speed up jbd2_transaction_committed()" (jbd2-lockless-transaction-
-// committed-2024.txt): 10 jobs × iodepth 10 on one shared file of 4 KiB
+// "[PATCH v2] jbd2: speed up jbd2_transaction_committed()" (Zhang Yi,
+// linux-ext4, 2024): 10 jobs × iodepth 10 on one shared file of 4 KiB
 // overwrites and reads — here 10 connections, each with 10 ops in flight.
 // Modes (CommittedModes): randrw (half overwrites, half reads), randwrite,
 // randread, and fsync (every op an fsync of the clean, committed file:

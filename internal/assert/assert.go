@@ -4,7 +4,8 @@
 // from disk — are error values, never assertions.
 //
 // Every package may import assert (internal/lint allows it everywhere): it
-// imports nothing of ustore's, so it adds no edge to DESIGN.md's graph.
+// imports nothing of ustore's, so it adds no edge to the import graph
+// (docs/ARCHITECTURE.md).
 //
 // Keep conditions cheap: they run in production. Checks that walk a whole
 // structure belong behind the invariants build tag (engine/invariants_on.go,

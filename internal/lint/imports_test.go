@@ -14,8 +14,8 @@ import (
 const module = "ustore"
 
 // allowed lists, for every package, the project packages its non-test files
-// may import directly — DESIGN.md's diagram as a table. A new package must be
-// added here (and to the diagram) before it builds green.
+// may import directly — docs/ARCHITECTURE.md's diagram as a table. A new
+// package must be added here (and to that diagram) before it builds green.
 var allowed = map[string][]string{
 	"ring":            {"trace"},
 	"dev":             {},
@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 var everywhere = []string{"internal/assert"}
 
 // never lists what a package must not reach even transitively: the rules
-// under the diagram in DESIGN.md.
+// under the diagram in docs/ARCHITECTURE.md.
 var never = map[string][]string{
 	"engine":  {"logtree", "store", "server", "proto", "ring"},
 	"journal": {"ring", "engine", "logtree", "store"},
@@ -135,12 +135,12 @@ func TestImports_FollowDesign(t *testing.T) {
 	for _, pkg := range pkgs {
 		allow, ok := allowed[pkg]
 		if !ok {
-			t.Errorf("package %s is not in the import table: add it to DESIGN.md's diagram and to allowed", pkg)
+			t.Errorf("package %s is not in the import table: add it to docs/ARCHITECTURE.md's diagram and to allowed", pkg)
 			continue
 		}
 		for _, imp := range imports[pkg] {
 			if !contains(allow, imp) && !contains(everywhere, imp) {
-				t.Errorf("%s imports %s, against the direction in DESIGN.md (allowed: %v)", pkg, imp, allow)
+				t.Errorf("%s imports %s, against the direction in docs/ARCHITECTURE.md (allowed: %v)", pkg, imp, allow)
 			}
 		}
 	}
@@ -152,7 +152,7 @@ func TestImports_FollowDesign(t *testing.T) {
 	for pkg, forbidden := range never {
 		for reached := range closure(imports, pkg) {
 			if contains(forbidden, reached) && !contains(everywhere, reached) {
-				t.Errorf("%s reaches %s (transitively); DESIGN.md forbids it", pkg, reached)
+				t.Errorf("%s reaches %s (transitively); docs/ARCHITECTURE.md forbids it", pkg, reached)
 			}
 		}
 	}

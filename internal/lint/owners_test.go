@@ -11,8 +11,8 @@ import (
 )
 
 // owners lists third-party modules that one project package owns: no
-// other package's non-test files may import them (STYLE.md: one package
-// owns cilium/ebpf). Test files may, to check the owner from outside.
+// other package's non-test files may import them (one package owns
+// cilium/ebpf: docs/ARCHITECTURE.md). Test files may, to check the owner from outside.
 var owners = map[string]string{
 	"github.com/cilium/ebpf": "ebpf",
 }
