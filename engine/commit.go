@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"ustore/dev"
+	"ustore/internal/assert"
 	"ustore/trace"
 )
 
@@ -17,9 +18,11 @@ import (
 // — the root tree and the free space tree — change only in commits.
 //
 //  1. Root items and the free space tree, until both stop changing (updating
-//     one allocates for the other).
+//     one allocates for the other): updateRoots.
 //  2. Every dirty node of tid, checksummed, in large batches; flush.
 //  3. The superblock (sequence +1, slot by sequence) and its mirror; flush.
+//     2 and 3 are the superWrite a log sync also ends with (writeSuper).
+//  4. The new state published in memory: publishCommit.
 //
 // An error leaves the previous superblock the newest durable one and the
 // engine read-only.
@@ -37,97 +40,170 @@ func (e *Engine) commit(ctx context.Context, tid uint64) error {
 	phase := newCommitPhases(ctx, tid)
 	defer phase.end()
 	phase.begin("update_roots")
+	used, pendingRoots, err := e.updateRoots(tid)
+	if err != nil {
+		return err
+	}
+	tUpdates := time.Since(start)
+	e.checkCommitInvariants(tid)
+
+	rootTree := e.trees[RootTreeID]
+	w := e.commitSuperWrite(tid, rootTree, used)
+	tWrite := time.Now()
+	if err := e.writeSuper(w, phase); err != nil {
+		span.RecordError(err)
+		return e.fail(fmt.Errorf("engine: commit %d: %w", tid, err))
+	}
+	span.SetAttributes(trace.Nodes(len(w.nodes)), trace.Bytes(int64(w.bytes())))
+	trace.RecordCommit(time.Since(start))
+	e.publishCommit(tid, w, rootTree, used, pendingRoots)
+	e.stats.commits.Add(1)
+	e.stats.nodesWritten.Add(uint64(len(w.nodes)))
+	e.log.Debug("engine: committed", "transid", tid, "nodes", len(w.nodes), "updates", tUpdates,
+		"write", time.Since(tWrite), "took", time.Since(start))
+	return nil
+}
+
+// updateRoots is commit's first phase: root items and the free space tree,
+// until both stop changing. It returns the bytes in use once tid is
+// committed and the root items it wrote, by tree; an error has made the
+// engine read-only.
+func (e *Engine) updateRoots(tid uint64) (used int64, pendingRoots map[uint64]rootRef, err error) {
 	tr := &Trans{id: tid, e: e, commit: true}
-	used := int64(e.usedBytes)
-	pendingRoots := map[uint64]rootRef{}
+	used = int64(e.usedBytes)
+	pendingRoots = map[uint64]rootRef{}
 	for round := 0; ; round++ {
 		if round > 64 {
-			return e.fail(fmt.Errorf("engine: commit %d: root items and free space did not converge", tid))
+			return 0, nil, e.fail(fmt.Errorf("engine: commit %d: root items and free space did not converge", tid))
 		}
 		changed, err := e.updateRootItems(tr, pendingRoots)
 		if err != nil {
-			return e.fail(err)
+			return 0, nil, e.fail(err)
 		}
 		if d := e.alloc.takeDelta(tid); d != nil {
 			delta, err := e.applyDelta(tr, d)
 			if err != nil {
-				return e.fail(err)
+				return 0, nil, e.fail(err)
 			}
 			used += delta
 			changed = true
 		}
 		if !changed {
-			break
+			return used, pendingRoots, nil
 		}
 	}
-	tUpdates := time.Since(start)
-	e.checkCommitInvariants(tid)
+}
 
+// commitSuperWrite seals tid's dirty nodes and makes the superblock that
+// names tid's root tree and no log: tid's log, if any, is unnecessary once
+// this superblock is durable.
+func (e *Engine) commitSuperWrite(tid uint64, rootTree *Tree, used int64) superWrite {
 	nodes := e.takeDirty(tid)
+	sealNodes(nodes)
+	w := superWrite{nodes: nodes, ios: e.nodeWrites(nodes), sb: e.nextSuper()}
+	r := rootTree.rootAt(tid)
+	w.sb.Generation = tid
+	w.sb.Root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
+	w.sb.BytesUsed = uint64(used)
+	w.sb.LogRoot, w.sb.LogTransid = rootRef{}, 0
+	return w
+}
+
+// publishCommit makes the durable commit of tid the engine's state: its
+// nodes clean (so evictable: the cache goes back to budget), its
+// superblock, space and roots the committed ones.
+func (e *Engine) publishCommit(tid uint64, w superWrite, rootTree *Tree, used int64, pendingRoots map[uint64]rootRef) {
+	markWritten(w.nodes)
+	e.cache.Shrink()
+	e.publishSuper(w.sb)
+	e.usedBytes = uint64(used)
+	for id, ref := range pendingRoots {
+		e.trees[id].committedRoot = ref
+	}
+	rootTree.committedRoot = w.sb.Root
+	e.treesMu.RLock()
+	for _, t := range e.trees {
+		t.forgetRootsBefore(tid)
+	}
+	e.treesMu.RUnlock()
+}
+
+// superWrite is what a commit and a log sync both end with (btrfs:
+// btrfs_write_and_wait_transaction, then write_all_supers): their nodes,
+// sealed, written and flushed, then the next superblock — both copies
+// (superWrites) — and a flush. e.commitMu is held from nextSuper to
+// publishSuper.
+type superWrite struct {
+	nodes []*ExtentBuffer
+	ios   []dev.IO // the nodes, gathered into runs (nodeWrites)
+	sb    Superblock
+}
+
+// bytes is the size of the node writes.
+func (w superWrite) bytes() int {
+	n := 0
+	for _, io := range w.ios {
+		n += len(io.Buf)
+	}
+	return n
+}
+
+// sealNodes checksums nodes. The write lock orders the checksum store after
+// any reader's copy (a CoW by the next transaction reads the node under its
+// lock).
+func sealNodes(nodes []*ExtentBuffer) {
 	for _, eb := range nodes {
-		// The write lock orders the checksum store after any reader's
-		// copy (a CoW by tid+1 reads the node under its lock).
 		eb.lock.Lock()
 		eb.seal()
 		eb.lock.Unlock()
 	}
-	ios := e.nodeWrites(nodes)
-	rootTree := e.trees[RootTreeID]
-	r := rootTree.rootAt(tid)
+}
+
+// nextSuper returns the superblock to follow e.sb: the next sequence, in
+// that sequence's slot. The caller fills in what it names; e.commitMu held.
+func (e *Engine) nextSuper() Superblock {
 	sb := e.sb
 	sb.Seq++
 	sb.Bytenr = slotOffset(sb.Seq)
-	sb.Generation = tid
-	sb.Root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
-	sb.BytesUsed = uint64(used)
-	// tid's log, if any, is unnecessary once this superblock is durable.
-	sb.LogRoot, sb.LogTransid = rootRef{}, 0
-	tWrite := time.Now()
-	// Three steps, not one WriteDurable of two stages, so that each phase
-	// is timed and traced on its own; the device sees the same sequence:
-	// the nodes in parallel, a flush, the superblock, a flush.
-	written := 0
-	for _, io := range ios {
-		written += len(io.Buf)
+	return sb
+}
+
+// writeSuper makes w durable: the nodes in parallel, a flush, the
+// superblock, a flush. With phases (a commit) as three device calls, so
+// that each phase is timed and traced on its own; without (a log sync) as
+// one WriteDurable of two stages. The device sees the same sequence.
+func (e *Engine) writeSuper(w superWrite, phase *commitPhases) error {
+	assert.That(w.sb.Seq == e.sb.Seq+1 && w.sb.Bytenr == slotOffset(w.sb.Seq),
+		"engine: a superblock write follows the newest superblock, in its slot")
+	if phase == nil {
+		return e.dev.WriteDurable(w.ios, superWrites(w.sb))
 	}
-	phase.begin("write_nodes", trace.Nodes(len(nodes)), trace.Bytes(int64(written)))
-	err := e.dev.Write(ios)
+	phase.begin("write_nodes", trace.Nodes(len(w.nodes)), trace.Bytes(int64(w.bytes())))
+	err := e.dev.Write(w.ios)
 	if err == nil {
 		phase.begin("flush")
 		err = e.dev.Flush()
 	}
 	if err == nil {
 		phase.begin("super")
-		err = e.dev.WriteDurable(superWrites(sb))
+		err = e.dev.WriteDurable(superWrites(w.sb))
 	}
 	phase.end()
-	if err != nil {
-		span.RecordError(err)
-		return e.fail(fmt.Errorf("engine: commit %d: %w", tid, err))
-	}
-	span.SetAttributes(trace.Nodes(len(nodes)), trace.Bytes(int64(written)))
-	trace.RecordCommit(time.Since(start))
+	return err
+}
+
+// publishSuper makes sb, durable now, the engine's newest superblock;
+// e.commitMu held.
+func (e *Engine) publishSuper(sb Superblock) {
+	assert.That(sb.Seq == e.sb.Seq+1, "engine: superblocks are published in sequence")
+	e.sb = sb
+}
+
+// markWritten marks nodes clean once their superWrite is durable.
+func markWritten(nodes []*ExtentBuffer) {
 	for _, eb := range nodes {
 		eb.dirty.Store(false)
 	}
-	// The nodes are clean now, so evictable: bring the cache back to budget.
-	e.cache.Shrink()
-	e.sb = sb
-	e.usedBytes = uint64(used)
-	for id, ref := range pendingRoots {
-		e.trees[id].committedRoot = ref
-	}
-	rootTree.committedRoot = sb.Root
-	e.treesMu.RLock()
-	for _, t := range e.trees {
-		t.forgetRootsBefore(tid)
-	}
-	e.treesMu.RUnlock()
-	e.stats.commits.Add(1)
-	e.stats.nodesWritten.Add(uint64(len(nodes)))
-	e.log.Debug("engine: committed", "transid", tid, "nodes", len(nodes), "updates", tUpdates,
-		"write", time.Since(tWrite), "took", time.Since(start))
-	return nil
 }
 
 // committed runs after the journal published tid: the space tid freed is

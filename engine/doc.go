@@ -45,7 +45,7 @@
 // (until neither changes), writes every dirty node in one batch, flushes,
 // writes the superblock to both copies of the slot of its sequence number
 // (the primary and its mirror, one batch), and flushes. A log sync ends the
-// same way. Mount reads all four copies and takes the newest sound one
+// same way: both end with one superWrite (commit.go). Mount reads all four copies and takes the newest sound one
 // (superblock_choice.go holds the decision table).
 //
 // # Invariants

@@ -183,10 +183,12 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
 // every earlier one: the log nodes not yet written (in one batch of large
 // writes), a flush, the superblock naming the log root and its mirror, a
-// flush. The caller holds a handle of tid (so tid cannot commit meanwhile)
-// and serialises syncs of one transaction (the log transaction protocol
-// does). It waits for tid-1 to be durable first: the log records changes on
-// top of tid-1, and replay applies it to the newest committed state. It returns the number of nodes written.
+// flush — the superWrite a commit also ends with. The caller holds a handle
+// of tid (so tid cannot commit meanwhile) and serialises syncs of one
+// transaction (the log transaction protocol does). It waits for tid-1 to be
+// durable first: the log records changes on top of tid-1, and replay
+// applies it to the newest committed state. It returns the number of nodes
+// written.
 func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err
@@ -195,31 +197,12 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 		return 0, err
 	}
 	gen := LogGeneration(tid, sub)
-	e.logMu.Lock()
-	st := e.logs[tid]
-	var gens []uint64
-	if st != nil {
-		for g := range st.gens {
-			if g <= gen {
-				gens = append(gens, g)
-				delete(st.gens, g)
-			}
-		}
-	}
-	e.logMu.Unlock()
+	st, gens := e.takeLogGens(tid, gen)
 	if st == nil || !st.live {
 		return 0, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
 	}
-	var nodes []*ExtentBuffer
-	for _, g := range gens {
-		nodes = append(nodes, e.takeDirty(g)...)
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].bytenr < nodes[j].bytenr })
-	for _, eb := range nodes {
-		eb.lock.Lock()
-		eb.seal()
-		eb.lock.Unlock()
-	}
+	nodes := e.takeLogDirty(gens)
+	sealNodes(nodes)
 	r := st.tree.rootAt(gen)
 	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	start := time.Now()
@@ -231,35 +214,16 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	if e.sb.Generation != tid-1 {
 		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.sb.Generation))
 	}
-	sb := e.sb
-	sb.Seq++
-	sb.Bytenr = slotOffset(sb.Seq)
-	sb.LogRoot = ref
-	sb.LogTransid = gen
-	if err := e.dev.WriteDurable(e.nodeWrites(nodes), superWrites(sb)); err != nil {
+	w := superWrite{nodes: nodes, sb: e.nextSuper()}
+	w.sb.LogRoot = ref
+	w.sb.LogTransid = gen
+	w.ios = e.nodeWrites(nodes)
+	if err := e.writeSuper(w, nil); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
-	e.sb = sb
-	for _, eb := range nodes {
-		eb.dirty.Store(false)
-	}
-	e.logMu.Lock()
-	keep := st.pending[:0]
-	var free []uint64
-	for _, p := range st.pending {
-		if p.gen <= gen {
-			free = append(free, p.bytenr)
-			delete(st.blocks, p.bytenr)
-		} else {
-			keep = append(keep, p)
-		}
-	}
-	st.pending = keep
-	grown := int64(len(st.blocks))*int64(e.geo.nodeSize) - st.counted
-	if grown > 0 {
-		st.counted += grown
-	}
-	e.logMu.Unlock()
+	e.publishSuper(w.sb)
+	markWritten(nodes)
+	free, grown := e.retireLogBlocks(st, gen)
 	e.releaseLogBlocks(free)
 	if grown > 0 && e.j != nil && uint64(e.j.Running()) == tid {
 		// Only the log's growth past what was counted: the blocks each
@@ -270,6 +234,58 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	e.stats.nodesWritten.Add(uint64(len(nodes)))
 	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "took", time.Since(start))
 	return len(nodes), nil
+}
+
+// takeLogGens returns tid's log state (nil if none) and takes from it the
+// log generations up to gen whose nodes are not yet written.
+func (e *Engine) takeLogGens(tid, gen uint64) (*logState, []uint64) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	st := e.logs[tid]
+	var gens []uint64
+	if st != nil {
+		for g := range st.gens {
+			if g <= gen {
+				gens = append(gens, g)
+				delete(st.gens, g)
+			}
+		}
+	}
+	return st, gens
+}
+
+// takeLogDirty takes the dirty nodes of log generations gens, in bytenr
+// order.
+func (e *Engine) takeLogDirty(gens []uint64) []*ExtentBuffer {
+	var nodes []*ExtentBuffer
+	for _, g := range gens {
+		nodes = append(nodes, e.takeDirty(g)...)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].bytenr < nodes[j].bytenr })
+	return nodes
+}
+
+// retireLogBlocks takes out of st the blocks that log generation gen's
+// durable superblock made unreachable, to be released, and returns by how
+// much the log grew past what the journal was told of (counting it now).
+func (e *Engine) retireLogBlocks(st *logState, gen uint64) (free []uint64, grown int64) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	keep := st.pending[:0]
+	for _, p := range st.pending {
+		if p.gen <= gen {
+			free = append(free, p.bytenr)
+			delete(st.blocks, p.bytenr)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	st.pending = keep
+	grown = int64(len(st.blocks))*int64(e.geo.nodeSize) - st.counted
+	if grown > 0 {
+		st.counted += grown
+	}
+	return free, grown
 }
 
 // releaseLogBlocks returns log blocks no durable superblock reaches.

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sort"
+
+	"ustore/internal/assert"
 )
 
 // SearchSlot finds key in the tree and leaves p locked on the path to it
@@ -32,7 +34,7 @@ func (t *Tree) SearchSlot(tr *Trans, key Key, p *Path, insLen int, cow bool) (bo
 	p.Release()
 	p.tree = t
 	p.reserveOK = insLen < 0
-	writeLevel := -1
+	writeLevel := writeLevelNone
 	if cow {
 		if tr == nil {
 			return false, fmt.Errorf("engine: SearchSlot: cow without a transaction")
@@ -43,139 +45,216 @@ func (t *Tree) SearchSlot(tr *Trans, key Key, p *Path, insLen int, cow bool) (bo
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		found, restartAt, err := t.search(tr, key, p, insLen, writeLevel)
-		if err != nil || restartAt < 0 {
+		found, r, err := t.search(tr, key, p, insLen, writeLevel)
+		if err != nil || r == noRestart {
 			return found, err
 		}
+		assert.That(int(r) > writeLevel, "engine: a search restarts with a higher write level")
 		p.Release()
 		t.stats.restarts.Add(1)
-		writeLevel = restartAt
+		writeLevel = int(r)
 		if attempt > 2*maxLevel+4 {
 			return false, fmt.Errorf("engine: SearchSlot on tree %d: no progress after %d restarts", t.id, attempt)
 		}
 	}
 }
 
-// search is one descent. restartAt >= 0 asks for a restart with that write
-// level.
-func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (found bool, restartAt int, err error) {
-	e := t.eng
-	// Lock the root pointer, then the root node.
+// writeLevelNone is the write level of a read-only search: no node is
+// write-locked. Otherwise the write level is the highest level whose node
+// is write-locked; rootLevel+1 also write-locks the root pointer.
+const writeLevelNone = -1
+
+// restartLevel is what one descent asks of SearchSlot: noRestart when it is
+// done (a hit, a miss or an error), else to release the path and descend
+// again with the write level raised to the restartLevel.
+type restartLevel int
+
+// noRestart ends the search.
+const noRestart restartLevel = -1
+
+func (r restartLevel) String() string {
+	if r == noRestart {
+		return "no restart"
+	}
+	return fmt.Sprintf("restart at write level %d", int(r))
+}
+
+// descent is one walk from the root pointer down to a leaf.
+type descent struct {
+	t          *Tree
+	tr         *Trans
+	p          *Path
+	key        Key
+	insLen     int
+	writeLevel int
+	rootLevel  int
+}
+
+// search is one descent. A restartLevel other than noRestart asks for a
+// restart with that write level.
+func (t *Tree) search(tr *Trans, key Key, p *Path, insLen, writeLevel int) (found bool, r restartLevel, err error) {
+	d := descent{t: t, tr: tr, p: p, key: key, insLen: insLen, writeLevel: writeLevel}
+	d.lockRoot()
+	for level := d.rootLevel; ; level-- {
+		if r, err := d.cowNode(level); r != noRestart || err != nil {
+			return false, r, err
+		}
+		if p.Nodes[level].IsLeaf() {
+			assert.That(level == 0, "engine: a leaf is at level 0")
+			return d.searchLeaf()
+		}
+		if r, err := d.searchNode(level); r != noRestart || err != nil {
+			return false, r, err
+		}
+		if r, err := d.descend(level); r != noRestart || err != nil {
+			return false, r, err
+		}
+	}
+}
+
+// lockRoot locks the root pointer, then the root node. The pointer is held
+// in write mode when the root itself may be replaced, and released at once
+// (coupled) when the root node is only read.
+func (d *descent) lockRoot() {
+	t, p := d.t, d.p
 	t.rootLock.RLock()
 	p.rootLock = readLocked
 	root := t.root
-	rootLevel := root.Level()
-	if writeLevel > rootLevel {
-		// The root itself may be replaced: hold the pointer in write mode.
+	d.rootLevel = root.Level()
+	if d.writeLevel > d.rootLevel {
 		t.rootLock.RUnlock()
 		t.rootLock.Lock()
 		p.rootLock = writeLocked
 		root = t.root
-		rootLevel = root.Level()
+		d.rootLevel = root.Level()
 	}
-	p.lockNode(rootLevel, root, rootLevel <= writeLevel)
-	if rootLevel <= writeLevel && rootLevel > 0 {
-		t.stats.parentWriteLocks.Add(1)
-	}
-	if p.rootLock == readLocked && rootLevel > writeLevel {
+	d.lockNode(d.rootLevel, root)
+	if p.rootLock == readLocked && d.rootLevel > d.writeLevel {
 		// Coupled: the root node is locked, the pointer may move on.
 		p.unlockRoot()
 	}
+}
 
-	for level := rootLevel; ; level-- {
-		eb := p.Nodes[level]
-		if level <= writeLevel {
-			if eb.Generation() != tr.id {
-				if !p.parentWriteLocked(level) {
-					return false, p.cowRestartLevel(tr, level, rootLevel), nil
-				}
-				if err := t.cow(tr, p, level); err != nil {
-					return false, -1, err
-				}
-				eb = p.Nodes[level]
-			}
-		}
-		if eb.IsLeaf() {
-			slot, hit := leafSearch(eb, key)
-			p.Slots[0] = slot
-			if insLen > 0 && !hit && eb.leafFree() < insLen {
-				if !p.parentWriteLocked(0) {
-					return false, 1, nil
-				}
-				if err := t.splitLeaf(tr, p, key, insLen, false); err != nil {
-					return false, -1, err
-				}
-				eb = p.Nodes[0]
-				slot, hit = leafSearch(eb, key)
-				p.Slots[0] = slot
-			}
-			if insLen > 0 && !hit {
-				// The leaf has room: the insert touches nothing above it,
-				// so the parent is released now, not at the end of the
-				// insert (btrfs: unlock_up).
-				p.unlockAbove(0)
-			}
-			return hit, -1, nil
-		}
-		slot := nodeSearch(eb, key)
-		if insLen > 0 && slot == 0 && key.Less(eb.Key(0)) {
-			// A new smallest key of the whole tree: the lower bounds on
-			// this path move down with it, so every level must be writable.
-			if level > writeLevel {
-				return false, rootLevel + 1, nil
-			}
-			eb.setKey(0, key)
-		}
-		p.Slots[level] = slot
-		if level <= writeLevel {
-			switch {
-			case insLen > 0 && eb.ItemCount() >= e.geo.ptrsMax-1:
-				// Split a full node on the way down, so a split below never
-				// has to go further up than its parent.
-				if !p.parentWriteLocked(level) {
-					return false, level + 1, nil
-				}
-				if err := t.splitNode(tr, p, level, key); err != nil {
-					return false, -1, err
-				}
-				eb = p.Nodes[level]
-				slot = p.Slots[level]
-			case insLen < 0 && level >= 2:
-				// Rebalance an internal child at its lower bound on the way
-				// down, so that a merge below cannot take it under.
-				if err := t.balanceChild(tr, p, level, key); err != nil {
-					return false, -1, err
-				}
-				eb = p.Nodes[level]
-				slot = p.Slots[level]
-			}
-		}
-		// Lower levels overwrite these: the last one set is the tightest.
-		if slot+1 < eb.ItemCount() {
-			p.upper, p.hasUpper = eb.Key(slot+1), true
-		}
-		if slot > 0 {
-			p.lower, p.hasLower = eb.Key(slot), true
-		}
-		childLevel := level - 1
-		child, err := e.readChild(t, eb, slot)
-		if err != nil {
-			return false, -1, err
-		}
-		p.lockNode(childLevel, child, childLevel <= writeLevel)
-		if childLevel <= writeLevel && childLevel > 0 {
-			t.stats.parentWriteLocks.Add(1)
-		}
-		if insLen < 0 && childLevel >= 1 && level > writeLevel && child.ItemCount() <= e.geo.ptrsMin()+1 {
-			// The child may need rebalancing, which needs this node
-			// write-locked.
-			return false, level, nil
-		}
-		if childLevel >= writeLevel {
-			// Coupling: above the write level, nothing up there will change.
-			p.unlockAbove(childLevel)
-		}
+// lockNode locks eb as level's node of the path: for writing at or below
+// the write level.
+func (d *descent) lockNode(level int, eb *ExtentBuffer) {
+	d.p.lockNode(level, eb, level <= d.writeLevel)
+	if level <= d.writeLevel && level > 0 {
+		d.t.stats.parentWriteLocks.Add(1)
 	}
+}
+
+// cowNode CoWs level's node into the transaction if it is write-locked and
+// older, or asks for a restart when its parent is not write-locked.
+func (d *descent) cowNode(level int) (restartLevel, error) {
+	p := d.p
+	if level > d.writeLevel || p.Nodes[level].Generation() == d.tr.id {
+		return noRestart, nil
+	}
+	if !p.parentWriteLocked(level) {
+		return restartLevel(p.cowRestartLevel(d.tr, level, d.rootLevel)), nil
+	}
+	return noRestart, d.t.cow(d.tr, p, level)
+}
+
+// searchLeaf ends the descent at the leaf: it sets Slots[0], and splits a
+// leaf with no room for the insert.
+func (d *descent) searchLeaf() (bool, restartLevel, error) {
+	p := d.p
+	slot, hit := leafSearch(p.Nodes[0], d.key)
+	p.Slots[0] = slot
+	if d.insLen > 0 && !hit && p.Nodes[0].leafFree() < d.insLen {
+		if !p.parentWriteLocked(0) {
+			return false, 1, nil
+		}
+		if err := d.t.splitLeaf(d.tr, p, d.key, d.insLen, false); err != nil {
+			return false, noRestart, err
+		}
+		slot, hit = leafSearch(p.Nodes[0], d.key)
+		p.Slots[0] = slot
+	}
+	if d.insLen > 0 && !hit {
+		// The leaf has room: the insert touches nothing above it, so the
+		// parent is released now, not at the end of the insert (btrfs:
+		// unlock_up).
+		p.unlockAbove(0)
+	}
+	return hit, noRestart, nil
+}
+
+// searchNode picks the child slot in level's internal node, reshapes the
+// node if it is write-locked (a split before an insert, a rebalance before
+// a delete), and narrows the path's key bounds.
+func (d *descent) searchNode(level int) (restartLevel, error) {
+	p := d.p
+	eb := p.Nodes[level]
+	slot := nodeSearch(eb, d.key)
+	if d.insLen > 0 && slot == 0 && d.key.Less(eb.Key(0)) {
+		// A new smallest key of the whole tree: the lower bounds on this
+		// path move down with it, so every level must be writable.
+		if level > d.writeLevel {
+			return restartLevel(d.rootLevel + 1), nil
+		}
+		eb.setKey(0, d.key)
+	}
+	p.Slots[level] = slot
+	if level <= d.writeLevel {
+		if r, err := d.reshapeNode(level); r != noRestart || err != nil {
+			return r, err
+		}
+		eb, slot = p.Nodes[level], p.Slots[level]
+	}
+	// Lower levels overwrite these: the last one set is the tightest.
+	if slot+1 < eb.ItemCount() {
+		p.upper, p.hasUpper = eb.Key(slot+1), true
+	}
+	if slot > 0 {
+		p.lower, p.hasLower = eb.Key(slot), true
+	}
+	return noRestart, nil
+}
+
+// reshapeNode changes write-locked level's node on the way down so that a
+// change below never has to go further up than its parent.
+func (d *descent) reshapeNode(level int) (restartLevel, error) {
+	p := d.p
+	switch {
+	case d.insLen > 0 && p.Nodes[level].ItemCount() >= d.t.eng.geo.ptrsMax-1:
+		// Split a full node, so a split below never has to go further up
+		// than its parent.
+		if !p.parentWriteLocked(level) {
+			return restartLevel(level + 1), nil
+		}
+		return noRestart, d.t.splitNode(d.tr, p, level, d.key)
+	case d.insLen < 0 && level >= 2:
+		// Rebalance an internal child at its lower bound, so that a merge
+		// below cannot take it under.
+		return noRestart, d.t.balanceChild(d.tr, p, level, d.key)
+	}
+	return noRestart, nil
+}
+
+// descend reads and locks the child at level's slot, asks for a restart if
+// a delete may have to rebalance it under a read-locked node, and releases
+// what is above the write level (lock coupling).
+func (d *descent) descend(level int) (restartLevel, error) {
+	p := d.p
+	child, err := d.t.eng.readChild(d.t, p.Nodes[level], p.Slots[level])
+	if err != nil {
+		return noRestart, err
+	}
+	childLevel := level - 1
+	d.lockNode(childLevel, child)
+	if d.insLen < 0 && childLevel >= 1 && level > d.writeLevel && child.ItemCount() <= d.t.eng.geo.ptrsMin()+1 {
+		// The child may need rebalancing, which needs this node
+		// write-locked.
+		return restartLevel(level), nil
+	}
+	if childLevel >= d.writeLevel {
+		// Coupling: above the write level, nothing up there will change.
+		p.unlockAbove(childLevel)
+	}
+	return noRestart, nil
 }
 
 // lockNode locks eb as level's node of the path.

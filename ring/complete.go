@@ -23,10 +23,7 @@ import (
 //	anything else           to the caller (EIO, ENOSPC, EBADF, ...)
 func (r *Ring) handle(rs *reactorState, c cqe) {
 	if c.userData == wakeSlot {
-		rs.wakeArmed = false
-		if c.res < 0 && syscall.Errno(-c.res) != unix.ECANCELED {
-			panic(fmt.Sprintf("ring: eventfd read: %v", syscall.Errno(-c.res)))
-		}
+		handleWake(rs, c)
 		return
 	}
 	op := rs.slots[c.userData]
@@ -35,41 +32,7 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 	rs.inKernel--
 
 	head := op.head
-	retry := false
-	if c.res >= 0 {
-		op.N += int(c.res)
-		switch {
-		case op.Kind != OpRead && op.Kind != OpWrite, op.N == op.length():
-		case c.res == 0 && op.Kind == OpRead:
-			op.Err = io.EOF
-		case c.res == 0:
-			op.Err = io.ErrShortWrite
-		default:
-			retry = true
-			r.stats.shortIOs.Add(1)
-		}
-	} else {
-		switch errno := syscall.Errno(-c.res); errno {
-		case unix.EINTR, unix.EAGAIN, unix.EBUSY:
-			retry = true
-		case unix.ECANCELED:
-			if head.restart >= 0 && op.index >= head.restart {
-				retry = true
-			} else {
-				op.Err = fmt.Errorf("%w (%s at offset %d)", ErrCanceled, op.Kind, op.Off)
-			}
-		case unix.EFAULT:
-			panic(fmt.Sprintf("ring: %s at offset %d: EFAULT: the kernel could not access a buffer we handed it", op.Kind, op.Off))
-		case unix.EINVAL:
-			if op.Kind == OpNop || op.Kind == OpFsync || op.fixed {
-				panic(fmt.Sprintf("ring: %s: EINVAL from an SQE we built", op.Kind))
-			}
-			op.Err = errno
-		default:
-			op.Err = errno
-		}
-	}
-	if retry {
+	if r.result(op, c) {
 		r.stats.resubmits.Add(1)
 		if head.restart < 0 || op.index < head.restart {
 			head.restart = op.index
@@ -80,19 +43,83 @@ func (r *Ring) handle(rs *reactorState, c cqe) {
 		return
 	}
 	if head.restart >= 0 {
-		// Resubmit the chain from the first op that must run again; the ops
-		// after it were canceled by the kernel and run again too, still linked.
-		o := head
-		for o.index < head.restart {
-			o = o.next
-		}
-		head.pending, head.restart = 0, -1
-		for ; o != nil; o = o.next {
-			head.pending++
-			rs.pending = append(rs.pending, o)
-		}
+		resubmitChain(rs, head)
 		return
 	}
+	r.deliverChain(rs, head)
+}
+
+// handleWake takes the completion of the eventfd read that wakes the
+// reactor.
+func handleWake(rs *reactorState, c cqe) {
+	rs.wakeArmed = false
+	if c.res < 0 && syscall.Errno(-c.res) != unix.ECANCELED {
+		panic(fmt.Sprintf("ring: eventfd read: %v", syscall.Errno(-c.res)))
+	}
+}
+
+// result applies c's result to op by the policy above, and reports
+// whether op must be resubmitted.
+func (r *Ring) result(op *Op, c cqe) (retry bool) {
+	if c.res < 0 {
+		return resultErrno(op, syscall.Errno(-c.res))
+	}
+	op.N += int(c.res)
+	switch {
+	case op.Kind != OpRead && op.Kind != OpWrite, op.N == op.length():
+	case c.res == 0 && op.Kind == OpRead:
+		op.Err = io.EOF
+	case c.res == 0:
+		op.Err = io.ErrShortWrite
+	default:
+		r.stats.shortIOs.Add(1)
+		return true
+	}
+	return false
+}
+
+// resultErrno applies a failed CQE's errno to op, and reports whether op
+// must be resubmitted.
+func resultErrno(op *Op, errno syscall.Errno) (retry bool) {
+	switch errno {
+	case unix.EINTR, unix.EAGAIN, unix.EBUSY:
+		return true
+	case unix.ECANCELED:
+		if head := op.head; head.restart >= 0 && op.index >= head.restart {
+			return true
+		}
+		op.Err = fmt.Errorf("%w (%s at offset %d)", ErrCanceled, op.Kind, op.Off)
+	case unix.EFAULT:
+		panic(fmt.Sprintf("ring: %s at offset %d: EFAULT: the kernel could not access a buffer we handed it", op.Kind, op.Off))
+	case unix.EINVAL:
+		if op.Kind == OpNop || op.Kind == OpFsync || op.fixed {
+			panic(fmt.Sprintf("ring: %s: EINVAL from an SQE we built", op.Kind))
+		}
+		op.Err = errno
+	default:
+		op.Err = errno
+	}
+	return false
+}
+
+// resubmitChain queues head's chain again from the first op that must run
+// again; the ops after it were canceled by the kernel and run again too,
+// still linked.
+func resubmitChain(rs *reactorState, head *Op) {
+	o := head
+	for o.index < head.restart {
+		o = o.next
+	}
+	head.pending, head.restart = 0, -1
+	for ; o != nil; o = o.next {
+		head.pending++
+		rs.pending = append(rs.pending, o)
+	}
+}
+
+// deliverChain hands every op of head's finished chain to its caller: a
+// callback, a waiter or a channel.
+func (r *Ring) deliverChain(rs *reactorState, head *Op) {
 	for o := head; o != nil; {
 		next := o.next // o belongs to the caller once delivered
 		r.stats.completed.Add(1)

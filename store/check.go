@@ -19,165 +19,231 @@ import (
 // Data blocks are not read: Scrub does that.
 func (s *Store) Check() error {
 	r := engine.Check(s.e)
-	errs := []error{r.Err()}
-	committed := s.e.CommittedGeneration()
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	c := newNamespaceCheck(s, s.e.CommittedGeneration())
+	c.errs = append(c.errs, r.Err())
+	if err := s.fs.Iterate(engine.MinKey, c.visit); err != nil {
+		c.errs = append(c.errs, err)
+	}
+	c.checkNames()
+	c.checkInodes()
+	return errors.Join(c.errs...)
+}
 
-	type inodeInfo struct {
-		item         engine.InodeItem
-		names        int // INODE_REF entries
-		parents      map[uint64]bool
-		subdirs      int
-		entries      int // DIR_INDEX entries (directories)
-		nbytes       uint64
-		lastExtentTo uint64
+// namespaceCheck gathers, in one pass over the fs tree, what Check compares
+// afterwards: each inode's item and the names and extents that point at it,
+// and the three items of every name keyed by (directory, index).
+type namespaceCheck struct {
+	s         *Store
+	committed uint64
+	errs      []error
+
+	inodes   map[uint64]*inodeInfo
+	seenItem map[uint64]bool             // inodes whose INODE_ITEM was seen
+	dirItems map[dirName]engine.DirEntry // from DIR_ITEM
+	dirIndex map[dirName]engine.DirEntry // from DIR_INDEX
+	refs     map[dirName]engine.DirEntry // from INODE_REF, Child = the inode
+}
+
+// inodeInfo is what the fs tree says about one inode.
+type inodeInfo struct {
+	item         engine.InodeItem
+	names        int // INODE_REF entries
+	parents      map[uint64]bool
+	subdirs      int
+	entries      int // DIR_INDEX entries (directories)
+	nbytes       uint64
+	lastExtentTo uint64
+}
+
+// dirName is one name: its directory and its DIR_INDEX index.
+type dirName struct {
+	dir   uint64
+	index uint64
+}
+
+func newNamespaceCheck(s *Store, committed uint64) *namespaceCheck {
+	return &namespaceCheck{
+		s:         s,
+		committed: committed,
+		inodes:    map[uint64]*inodeInfo{},
+		seenItem:  map[uint64]bool{},
+		dirItems:  map[dirName]engine.DirEntry{},
+		dirIndex:  map[dirName]engine.DirEntry{},
+		refs:      map[dirName]engine.DirEntry{},
 	}
-	inodes := map[uint64]*inodeInfo{}
-	get := func(ino uint64) *inodeInfo {
-		i := inodes[ino]
-		if i == nil {
-			i = &inodeInfo{parents: map[uint64]bool{}}
-			inodes[ino] = i
-		}
-		return i
+}
+
+func (c *namespaceCheck) add(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+func (c *namespaceCheck) inode(ino uint64) *inodeInfo {
+	i := c.inodes[ino]
+	if i == nil {
+		i = &inodeInfo{parents: map[uint64]bool{}}
+		c.inodes[ino] = i
 	}
-	seenItem := map[uint64]bool{}
-	type name struct {
-		dir   uint64
-		index uint64
+	return i
+}
+
+// visit takes in one fs tree item; it always goes on to the next.
+func (c *namespaceCheck) visit(k engine.Key, b []byte) bool {
+	switch k.Type {
+	case engine.TypeInodeItem:
+		c.visitInode(k, b)
+	case engine.TypeDirItem, engine.TypeDirIndex, engine.TypeInodeRef:
+		c.visitNames(k, b)
+	case engine.TypeExtentData:
+		c.visitExtent(k, b)
+	default:
+		c.add("fs tree: unexpected item %v", k)
 	}
-	dirItems := map[name]engine.DirEntry{} // from DIR_ITEM, by (dir, index)
-	dirIndex := map[name]engine.DirEntry{} // from DIR_INDEX
-	refs := map[name]engine.DirEntry{}     // from INODE_REF, Child = the inode
-	err := s.fs.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
-		switch k.Type {
-		case engine.TypeInodeItem:
-			it, err := engine.DecodeInodeItem(b)
-			if err != nil {
-				add("inode %d: %v", k.ObjectID, err)
-				return true
-			}
-			get(k.ObjectID).item = it
-			seenItem[k.ObjectID] = true
-			errs = append(errs, s.checkInodeFields(k.ObjectID, it, committed)...)
-		case engine.TypeDirItem, engine.TypeDirIndex, engine.TypeInodeRef:
-			es, err := engine.DecodeDirEntries(b)
-			if err != nil {
-				add("item %v: %v", k, err)
-				return true
-			}
-			for _, e := range es {
-				switch k.Type {
-				case engine.TypeDirItem:
-					if nameHash(string(e.Name)) != k.Offset {
-						add("dir %d: name %q under hash %d", k.ObjectID, e.Name, k.Offset)
-					}
-					dirItems[name{k.ObjectID, e.Index}] = e
-				case engine.TypeDirIndex:
-					if e.Index != k.Offset || len(es) != 1 {
-						add("dir %d: index item %d holds %d entries, index %d", k.ObjectID, k.Offset, len(es), e.Index)
-					}
-					dirIndex[name{k.ObjectID, e.Index}] = e
-					get(k.ObjectID).entries++
-					if e.Type == TypeDir {
-						get(k.ObjectID).subdirs++
-					}
-				case engine.TypeInodeRef:
-					refs[name{k.Offset, e.Index}] = engine.DirEntry{Child: k.ObjectID, Name: e.Name}
-					i := get(k.ObjectID)
-					i.names++
-					i.parents[k.Offset] = true
-				}
-			}
-		case engine.TypeExtentData:
-			x, err := engine.DecodeFileExtent(b)
-			if err != nil {
-				add("item %v: %v", k, err)
-				return true
-			}
-			errs = append(errs, s.checkExtentFields(k, x, committed)...)
-			i := get(k.ObjectID)
-			if k.Offset%blockSize != 0 || k.Offset < i.lastExtentTo {
-				add("inode %d: extent at %d overlaps the one before (ends %d) or is unaligned", k.ObjectID, k.Offset, i.lastExtentTo)
-			}
-			i.nbytes += x.NumBytes
-			i.lastExtentTo = k.Offset + x.NumBytes
-			if x.Type == engine.ExtentInline {
-				i.lastExtentTo = blockSize
-			}
-		default:
-			add("fs tree: unexpected item %v", k)
-		}
-		return true
-	})
+	return true
+}
+
+func (c *namespaceCheck) visitInode(k engine.Key, b []byte) {
+	it, err := engine.DecodeInodeItem(b)
 	if err != nil {
-		errs = append(errs, err)
+		c.add("inode %d: %v", k.ObjectID, err)
+		return
 	}
-	for n, e := range dirIndex {
-		di, ok := dirItems[n]
+	c.inode(k.ObjectID).item = it
+	c.seenItem[k.ObjectID] = true
+	c.errs = append(c.errs, c.s.checkInodeFields(k.ObjectID, it, c.committed)...)
+}
+
+// visitNames takes in a DIR_ITEM, DIR_INDEX or INODE_REF item.
+func (c *namespaceCheck) visitNames(k engine.Key, b []byte) {
+	es, err := engine.DecodeDirEntries(b)
+	if err != nil {
+		c.add("item %v: %v", k, err)
+		return
+	}
+	for _, e := range es {
+		switch k.Type {
+		case engine.TypeDirItem:
+			if nameHash(string(e.Name)) != k.Offset {
+				c.add("dir %d: name %q under hash %d", k.ObjectID, e.Name, k.Offset)
+			}
+			c.dirItems[dirName{k.ObjectID, e.Index}] = e
+		case engine.TypeDirIndex:
+			if e.Index != k.Offset || len(es) != 1 {
+				c.add("dir %d: index item %d holds %d entries, index %d", k.ObjectID, k.Offset, len(es), e.Index)
+			}
+			c.dirIndex[dirName{k.ObjectID, e.Index}] = e
+			c.inode(k.ObjectID).entries++
+			if e.Type == TypeDir {
+				c.inode(k.ObjectID).subdirs++
+			}
+		case engine.TypeInodeRef:
+			c.refs[dirName{k.Offset, e.Index}] = engine.DirEntry{Child: k.ObjectID, Name: e.Name}
+			i := c.inode(k.ObjectID)
+			i.names++
+			i.parents[k.Offset] = true
+		}
+	}
+}
+
+func (c *namespaceCheck) visitExtent(k engine.Key, b []byte) {
+	x, err := engine.DecodeFileExtent(b)
+	if err != nil {
+		c.add("item %v: %v", k, err)
+		return
+	}
+	c.errs = append(c.errs, c.s.checkExtentFields(k, x, c.committed)...)
+	i := c.inode(k.ObjectID)
+	if k.Offset%blockSize != 0 || k.Offset < i.lastExtentTo {
+		c.add("inode %d: extent at %d overlaps the one before (ends %d) or is unaligned", k.ObjectID, k.Offset, i.lastExtentTo)
+	}
+	i.nbytes += x.NumBytes
+	i.lastExtentTo = k.Offset + x.NumBytes
+	if x.Type == engine.ExtentInline {
+		i.lastExtentTo = blockSize
+	}
+}
+
+// checkNames checks that every name is three matching items pointing at an
+// existing inode of the name's type.
+func (c *namespaceCheck) checkNames() {
+	for n, e := range c.dirIndex {
+		di, ok := c.dirItems[n]
 		if !ok || string(di.Name) != string(e.Name) || di.Child != e.Child || di.Type != e.Type {
-			add("dir %d: index %d (%q → %d) has no matching name item", n.dir, n.index, e.Name, e.Child)
+			c.add("dir %d: index %d (%q → %d) has no matching name item", n.dir, n.index, e.Name, e.Child)
 		}
-		ref, ok := refs[n]
+		ref, ok := c.refs[n]
 		if !ok || string(ref.Name) != string(e.Name) || ref.Child != e.Child {
-			add("dir %d: entry %q → %d has no matching inode ref", n.dir, e.Name, e.Child)
+			c.add("dir %d: entry %q → %d has no matching inode ref", n.dir, e.Name, e.Child)
 		}
-		child, ok := inodes[e.Child]
-		if !ok || !seenItem[e.Child] {
-			add("dir %d: entry %q points at missing inode %d", n.dir, e.Name, e.Child)
+		child, ok := c.inodes[e.Child]
+		if !ok || !c.seenItem[e.Child] {
+			c.add("dir %d: entry %q points at missing inode %d", n.dir, e.Name, e.Child)
 		} else if dtype(child.item.Mode) != e.Type {
-			add("dir %d: entry %q has type %d, inode %d mode %o", n.dir, e.Name, e.Type, e.Child, child.item.Mode)
+			c.add("dir %d: entry %q has type %d, inode %d mode %o", n.dir, e.Name, e.Type, e.Child, child.item.Mode)
 		}
 	}
-	if len(dirItems) != len(dirIndex) {
-		add("%d name items, %d index items", len(dirItems), len(dirIndex))
+	if len(c.dirItems) != len(c.dirIndex) {
+		c.add("%d name items, %d index items", len(c.dirItems), len(c.dirIndex))
 	}
-	if len(refs) != len(dirIndex) {
-		add("%d inode refs, %d index items", len(refs), len(dirIndex))
+	if len(c.refs) != len(c.dirIndex) {
+		c.add("%d inode refs, %d index items", len(c.refs), len(c.dirIndex))
 	}
-	for ino, i := range inodes {
-		if !seenItem[ino] {
-			add("items of inode %d, which has no inode item", ino)
+}
+
+// checkInodes checks each inode against its names and extents.
+func (c *namespaceCheck) checkInodes() {
+	for ino, i := range c.inodes {
+		if !c.seenItem[ino] {
+			c.add("items of inode %d, which has no inode item", ino)
 			continue
 		}
 		isDir := i.item.Mode&ModeType == ModeDir
 		switch {
 		case ino == RootIno:
 			if i.names != 0 {
-				add("root directory has %d names", i.names)
+				c.add("root directory has %d names", i.names)
 			}
 		case i.names == 0:
-			add("inode %d has no name", ino)
+			c.add("inode %d has no name", ino)
 		case isDir && i.names != 1:
-			add("directory %d has %d names", ino, i.names)
+			c.add("directory %d has %d names", ino, i.names)
 		}
 		if isDir {
-			if want := uint32(2 + i.subdirs); i.item.Nlink != want {
-				add("directory %d: nlink %d, want %d", ino, i.item.Nlink, want)
-			}
-			if i.item.Size != uint64(i.entries) {
-				add("directory %d: size %d, %d entries", ino, i.item.Size, i.entries)
-			}
-			if i.nbytes != 0 {
-				add("directory %d has file extents", ino)
-			}
+			c.checkDir(ino, i)
 		} else {
-			if i.item.Nlink != uint32(i.names) {
-				add("inode %d: nlink %d, %d names", ino, i.item.Nlink, i.names)
-			}
-			// A size past MaxFileSize is reported above; rounding it up
-			// could overflow.
-			if end := (min(i.item.Size, MaxFileSize) + blockSize - 1) / blockSize * blockSize; i.lastExtentTo > end {
-				add("inode %d: extents reach %d, past its size %d", ino, i.lastExtentTo, i.item.Size)
-			}
-			if i.item.Nbytes != i.nbytes {
-				add("inode %d: nbytes %d, extents hold %d", ino, i.item.Nbytes, i.nbytes)
-			}
+			c.checkFile(ino, i)
 		}
 		// A read-only store does not look for the next inode number.
-		if ino >= s.nextIno.Load() && !s.opts.ReadOnly {
-			add("inode %d at or above the next inode number %d", ino, s.nextIno.Load())
+		if ino >= c.s.nextIno.Load() && !c.s.opts.ReadOnly {
+			c.add("inode %d at or above the next inode number %d", ino, c.s.nextIno.Load())
 		}
 	}
-	return errors.Join(errs...)
+}
+
+// checkDir checks a directory's link count and size against its entries.
+func (c *namespaceCheck) checkDir(ino uint64, i *inodeInfo) {
+	if want := uint32(2 + i.subdirs); i.item.Nlink != want {
+		c.add("directory %d: nlink %d, want %d", ino, i.item.Nlink, want)
+	}
+	if i.item.Size != uint64(i.entries) {
+		c.add("directory %d: size %d, %d entries", ino, i.item.Size, i.entries)
+	}
+	if i.nbytes != 0 {
+		c.add("directory %d has file extents", ino)
+	}
+}
+
+// checkFile checks a file's link count and byte counts against its names
+// and extents.
+func (c *namespaceCheck) checkFile(ino uint64, i *inodeInfo) {
+	if i.item.Nlink != uint32(i.names) {
+		c.add("inode %d: nlink %d, %d names", ino, i.item.Nlink, i.names)
+	}
+	// A size past MaxFileSize is reported by checkInodeFields; rounding it
+	// up could overflow.
+	if end := (min(i.item.Size, MaxFileSize) + blockSize - 1) / blockSize * blockSize; i.lastExtentTo > end {
+		c.add("inode %d: extents reach %d, past its size %d", ino, i.lastExtentTo, i.item.Size)
+	}
+	if i.item.Nbytes != i.nbytes {
+		c.add("inode %d: nbytes %d, extents hold %d", ino, i.item.Nbytes, i.nbytes)
+	}
 }

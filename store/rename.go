@@ -61,16 +61,14 @@ func (s *Store) rename(srcDir uint64, srcName string, dstDir uint64, dstName str
 
 // renameOnce looks both names up, takes the locks and, if the names still
 // point where they did, renames (done); otherwise it returns done == false.
+//
+// The locks, in the order taken: victim's wbMu, then every inode's mutex
+// (lockAll); the rename's transaction ends before any is released.
 func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string) (done bool, err error) {
-	se, err := s.findEntryLocked(sd, srcName)
+	se, de, exists, err := s.renameLookup(sd, srcName, dd, dstName)
 	if err != nil {
 		return true, err
 	}
-	de, derr := s.findEntryLocked(dd, dstName)
-	if derr != nil && !errors.Is(derr, syscall.ENOENT) {
-		return true, derr
-	}
-	exists := derr == nil
 	if exists && de.Child == se.Child {
 		return true, nil
 	}
@@ -99,88 +97,167 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	}
 	unlock := lockAll(locks...)
 	defer unlock()
-	if sd.deleted.Load() || dd.deleted.Load() {
-		return true, syscall.ENOENT
-	}
-	if under != nil {
-		return true, under
-	}
-	cur, err := s.findEntry(sd.ino, srcName)
+	r := renameOp{sd: sd, dd: dd, srcName: srcName, dstName: dstName, src: src, victim: victim}
+	same, err := s.renameRecheck(&r, se, de, under)
 	if err != nil {
 		return true, err
 	}
-	curDst, derr := s.findEntry(dd.ino, dstName)
-	if derr != nil && !errors.Is(derr, syscall.ENOENT) {
-		return true, derr
-	}
-	if cur.Child != se.Child || (derr == nil) != exists || (exists && curDst.Child != de.Child) {
+	if !same {
 		return false, nil
 	}
-	if victim != nil {
-		switch {
-		case src.isDir() && !victim.isDir():
-			return true, syscall.ENOTDIR
-		case !src.isDir() && victim.isDir():
-			return true, syscall.EISDIR
-		case victim.isDir():
-			empty, err := s.dirEmpty(victim.ino)
-			if err != nil {
-				return true, err
-			}
-			if !empty {
-				return true, syscall.ENOTEMPTY
-			}
-		}
+	if err := s.checkReplace(src, victim); err != nil {
+		return true, err
 	}
 	if err := s.checkRenameRoom(sd, srcName, dd, dstName, src, exists); err != nil {
 		return true, err
 	}
+	return true, s.renameInTrans(&r)
+}
+
+// renameOp is one rename, its inodes locked: the two directories, the
+// source, and the inode dstName names (victim, nil if none), with the two
+// entries as read under the locks.
+type renameOp struct {
+	sd, dd           *inode
+	srcName, dstName string
+	src, victim      *inode
+	cur, curDst      engine.DirEntry
+}
+
+// renameLookup looks both names up without the directories' locks held;
+// exists reports whether dstName names anything.
+func (s *Store) renameLookup(sd *inode, srcName string, dd *inode, dstName string) (se, de engine.DirEntry, exists bool, err error) {
+	se, err = s.findEntryLocked(sd, srcName)
+	if err != nil {
+		return se, de, false, err
+	}
+	de, derr := s.findEntryLocked(dd, dstName)
+	if derr != nil && !errors.Is(derr, syscall.ENOENT) {
+		return se, de, false, derr
+	}
+	return se, de, derr == nil, nil
+}
+
+// renameRecheck looks both names up again under the locks into r.cur and
+// r.curDst, and reports whether they still point where renameLookup found
+// them (se, and de if r.victim != nil).
+func (s *Store) renameRecheck(r *renameOp, se, de engine.DirEntry, under error) (same bool, err error) {
+	if r.sd.deleted.Load() || r.dd.deleted.Load() {
+		return false, syscall.ENOENT
+	}
+	if under != nil {
+		return false, under
+	}
+	r.cur, err = s.findEntry(r.sd.ino, r.srcName)
+	if err != nil {
+		return false, err
+	}
+	var derr error
+	r.curDst, derr = s.findEntry(r.dd.ino, r.dstName)
+	if derr != nil && !errors.Is(derr, syscall.ENOENT) {
+		return false, derr
+	}
+	exists := r.victim != nil
+	if r.cur.Child != se.Child || (derr == nil) != exists || (exists && r.curDst.Child != de.Child) {
+		return false, nil
+	}
+	return true, nil
+}
+
+// checkReplace applies POSIX's rules to src replacing victim (nil if the
+// new name is free): a directory only an empty directory, a file only a
+// file.
+func (s *Store) checkReplace(src, victim *inode) error {
+	if victim == nil {
+		return nil
+	}
+	switch {
+	case src.isDir() && !victim.isDir():
+		return syscall.ENOTDIR
+	case !src.isDir() && victim.isDir():
+		return syscall.EISDIR
+	case victim.isDir():
+		empty, err := s.dirEmpty(victim.ino)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return syscall.ENOTEMPTY
+		}
+	}
+	return nil
+}
+
+// renameInTrans makes the rename's changes in one transaction: drop the
+// victim, move the name, write the three inode items.
+func (s *Store) renameInTrans(r *renameOp) (err error) {
 	tr, err := s.startMeta(s.opMeta)
 	if err != nil {
-		return true, err
+		return err
 	}
 	defer tr.End()
 	defer s.abortOnError(&err)
 	s.track.renamed(tr.ID())
 	t := now()
-	if victim != nil {
-		if err := s.removeEntry(tr, dd.ino, dstName, curDst); err != nil {
-			return true, err
-		}
-		dd.size--
-		if victim.isDir() {
-			dd.item.Nlink--
-		}
-		if err := s.dropLink(tr, victim, t); err != nil {
-			return true, err
+	if r.victim != nil {
+		if err := s.renameDropVictim(tr, r, t); err != nil {
+			return err
 		}
 	}
-	if err := s.removeEntry(tr, sd.ino, srcName, cur); err != nil {
-		return true, err
+	if err := s.renameMoveEntry(tr, r); err != nil {
+		return err
+	}
+	return s.renameWriteItems(tr, r, t)
+}
+
+// renameDropVictim removes dstName and drops the link it held.
+func (s *Store) renameDropVictim(tr *engine.Trans, r *renameOp, t engine.Timespec) error {
+	if err := s.removeEntry(tr, r.dd.ino, r.dstName, r.curDst); err != nil {
+		return err
+	}
+	r.dd.size--
+	if r.victim.isDir() {
+		r.dd.item.Nlink--
+	}
+	return s.dropLink(tr, r.victim, t)
+}
+
+// renameMoveEntry removes srcName and adds dstName for the source.
+func (s *Store) renameMoveEntry(tr *engine.Trans, r *renameOp) error {
+	sd, dd, src := r.sd, r.dd, r.src
+	if err := s.removeEntry(tr, sd.ino, r.srcName, r.cur); err != nil {
+		return err
 	}
 	sd.size--
-	if err := s.addEntry(tr, dd, dstName, src.ino, dtype(src.item.Mode)); err != nil {
-		return true, err
+	if err := s.addEntry(tr, dd, r.dstName, src.ino, dtype(src.item.Mode)); err != nil {
+		return err
 	}
 	dd.size++
 	if src.isDir() && sd != dd {
 		sd.item.Nlink--
 		dd.item.Nlink++
 	}
+	return nil
+}
+
+// renameWriteItems stamps and writes the directories' items and the
+// source's.
+func (s *Store) renameWriteItems(tr *engine.Trans, r *renameOp, t engine.Timespec) error {
+	sd, dd := r.sd, r.dd
 	for _, d := range []*inode{sd, dd} {
 		d.diskSize = d.size
 		d.item.Mtime, d.item.Ctime = t, t
 	}
 	if err := s.writeItem(tr, sd); err != nil {
-		return true, err
+		return err
 	}
 	if dd != sd {
 		if err := s.writeItem(tr, dd); err != nil {
-			return true, err
+			return err
 		}
 	}
-	src.item.Ctime = t
-	return true, s.writeItem(tr, src)
+	r.src.item.Ctime = t
+	return s.writeItem(tr, r.src)
 }
 
 // checkRenameRoom checks, before the rename's first change, that the new

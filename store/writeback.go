@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"ustore/dev"
@@ -116,131 +115,19 @@ func (s *Store) releaseWritten(in *inode, pages map[uint64]*page, blocks []uint6
 }
 
 // writeBlocks writes pages (blocks, sorted) of in, whose size was size
-// when writeback began.
+// when writeback began: inline, as one batch, or through a wbPipeline.
 func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, size uint64) error {
 	if len(blocks) == 1 && blocks[0] == 0 && size <= uint64(s.inlineMax) {
 		return s.writeInline(in, pages[0].buf[:size], size)
 	}
-	// Runs of contiguous blocks, each at most one extent long.
-	type run struct{ first, count uint64 }
-	var runs []run
-	maxRun := uint64(s.maxExtentBlocks())
-	for _, b := range blocks {
-		if k := len(runs); k > 0 && runs[k-1].first+runs[k-1].count == b && runs[k-1].count < maxRun {
-			runs[k-1].count++
-			continue
-		}
-		runs = append(runs, run{b, 1})
-	}
-	// Batches of at most wbChunkBytes, in file order.
-	var batches [][]run
-	for len(runs) > 0 {
-		n, bytes := 0, uint64(0)
-		for n < len(runs) && (n == 0 || bytes+runs[n].count*blockSize <= wbChunkBytes) {
-			bytes += runs[n].count * blockSize
-			n++
-		}
-		batches = append(batches, runs[:n])
-		runs = runs[n:]
-	}
-	// prepare copies a batch's pages into a staging buffer and checksums them.
-	prepare := func(batch []run) ([]newExtent, *[]byte) {
-		bytes := uint64(0)
-		for _, r := range batch {
-			bytes += r.count * blockSize
-		}
-		staging := getStaging(bytes)
-		exts := make([]newExtent, len(batch))
-		at := uint64(0)
-		for i, r := range batch {
-			exts[i] = newExtent{off: r.first * blockSize, length: r.count * blockSize}
-			buf := (*staging)[at : at+exts[i].length : at+exts[i].length]
-			at += exts[i].length
-			sums := make([]byte, r.count*engine.CsumSize)
-			for j := range r.count {
-				blk := buf[j*blockSize : (j+1)*blockSize]
-				copy(blk, pages[r.first+j].buf)
-				engine.PutCsum(sums, int(j), engine.DataCsum(blk))
-			}
-			exts[i].buf, exts[i].sums = buf, sums
-		}
-		return exts, staging
-	}
-	batchEnd := func(batch []run) uint64 {
-		r := batch[len(batch)-1]
-		if &batch[0] == &batches[len(batches)-1][0] {
-			// The last batch: every page dirty when writeback began is
-			// written, so the tree's size may cover the whole file (a
-			// truncate that grew it past buffered pages left it behind).
-			return max((r.first+r.count)*blockSize, size)
-		}
-		return (r.first + r.count) * blockSize
-	}
+	batches := planBatches(blocks, uint64(s.maxExtentBlocks()))
+	assert.That(len(batches) > 0 && batches[len(batches)-1].last, "store: writeback's batches end with the last")
 	if len(batches) == 1 {
-		exts, staging := prepare(batches[0])
+		exts, staging := prepareBatch(pages, batches[0])
 		defer putStaging(staging)
-		return s.writeBatch(in, exts, batchEnd(batches[0]), size)
+		return s.writeBatch(in, exts, batches[0].end(size), size)
 	}
-	// Several batches: one goroutine writes and maps them in file order,
-	// as writeExtents requires, while this one copies and checksums the
-	// next ones, so that the copies and checksums overlap the device
-	// writes instead of alternating with them.
-	//
-	// A third goroutine releases each batch's pages once the batch is
-	// mapped (its extents are in the tree, so readers find the data there):
-	// freeing tens of thousands of pages at the end of the writeback would
-	// leave the device idle meanwhile, and hold the budget back from
-	// writers. writebackInode handles the pages not released.
-	type prepared struct {
-		exts    []newExtent
-		end     uint64
-		staging *[]byte
-		batch   []run
-	}
-	queue := make(chan prepared, wbPrepareAhead)
-	done := make(chan error, 1)
-	mapped := make(chan []run, len(batches))
-	released := make(chan struct{})
-	go func() {
-		defer close(released)
-		for batch := range mapped {
-			var bs []uint64
-			for _, r := range batch {
-				for b := r.first; b < r.first+r.count; b++ {
-					bs = append(bs, b)
-				}
-			}
-			in.mu.Lock()
-			s.releaseWritten(in, pages, bs)
-			in.mu.Unlock()
-		}
-	}()
-	var failed atomic.Bool
-	go func() {
-		var err error
-		for p := range queue {
-			if err == nil {
-				if err = s.writeBatch(in, p.exts, p.end, size); err != nil {
-					failed.Store(true)
-				} else {
-					mapped <- p.batch
-				}
-			}
-			putStaging(p.staging)
-		}
-		close(mapped)
-		<-released
-		done <- err
-	}()
-	for _, batch := range batches {
-		if failed.Load() {
-			break
-		}
-		exts, staging := prepare(batch)
-		queue <- prepared{exts, batchEnd(batch), staging, batch}
-	}
-	close(queue)
-	return <-done
+	return newWBPipeline(s, in, pages, size, len(batches)).run(batches)
 }
 
 // wbPrepareAhead is how many prepared batches may wait for the device
