@@ -7,6 +7,7 @@
 #
 # Usage: sudo bench/ebpf-overhead.sh               (3 rounds; ≈ 1.5 min)
 #        ROUNDS=5 FSYNC_DURATION=10s bench/ebpf-overhead.sh
+#        FEATURES=io_uring bench/ebpf-overhead.sh  (on: only these features, as serve --ebpf-features)
 #
 # Results go to OUT (default bench/out/ebpf-overhead-<time>): one JSON per
 # run (<round>-<mode>-fsync.json, -stat.json), serve logs, summary.txt.
@@ -26,7 +27,9 @@ go build -o bin/ustore ./cmd/ustore
 run_one() { # round mode
 	local round=$1 mode=$2 sock="$WORK/s.sock"
 	rm -f "$WORK/d.img" "$sock"
-	bin/ustore serve --device "$WORK/d.img" --size 1G --socket "$sock" --ebpf "$mode" \
+	local features=()
+	if [ "$mode" = on ] && [ -n "${FEATURES:-}" ]; then features=(--ebpf-features "$FEATURES"); fi
+	bin/ustore serve --device "$WORK/d.img" --size 1G --socket "$sock" --ebpf "$mode" "${features[@]}" \
 		>"$OUT/$round-$mode-serve.log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
