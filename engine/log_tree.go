@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"ustore/journal"
 	"ustore/trace"
 )
 
@@ -18,8 +19,8 @@ import (
 // and its root is named by the superblock that a log sync writes, never by a
 // root item.
 //
-// Generations. A log tree's nodes carry a log generation, T<<logSubBits |
-// sub, where sub is the log sub-transaction that made them (btrfs: the log
+// Generations. A log tree's nodes carry a log generation (LogGen),
+// T<<logSubBits | sub, where sub is the log sub-transaction that made them (btrfs: the log
 // transid). A log Trans has the log generation as its id, so the CoW rule
 // of every tree — a node of another generation is copied before its first
 // change — is also the rule of crash safety for logs: a node written by log
@@ -43,13 +44,6 @@ const logSubBits = 24
 // transaction with more log syncs falls back to commits.
 const LogSubMax = 1<<logSubBits - 1
 
-// LogGeneration is the generation of nodes made in log sub-transaction sub
-// of transaction tid.
-func LogGeneration(tid, sub uint64) uint64 { return tid<<logSubBits | sub }
-
-// LogTransaction is the transaction of log generation gen.
-func LogTransaction(gen uint64) uint64 { return gen >> logSubBits }
-
 // logState is one transaction's log: guarded by Engine.logMu.
 type logState struct {
 	tid    uint64
@@ -72,7 +66,10 @@ type logState struct {
 	counted int64
 }
 
-type pendingBlock struct{ bytenr, gen uint64 }
+type pendingBlock struct {
+	bytenr uint64
+	gen    LogGen
+}
 
 // logStateLocked returns tid's log state, creating it; e.logMu held.
 func (e *Engine) logStateLocked(tid uint64) *logState {
@@ -95,7 +92,7 @@ func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
 	e.logMu.Lock()
 	st := e.logStateLocked(tr.id)
 	e.logMu.Unlock()
-	return &Trans{id: LogGeneration(tr.id, sub), e: e, log: st, reserved: tr.reserved}, nil
+	return &Trans{id: uint64(MakeLogGen(journal.Transid(tr.id), sub)), e: e, log: st, reserved: tr.reserved}, nil
 }
 
 // LogTree returns the log tree of lt's transaction, creating an empty one
@@ -176,7 +173,7 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 		return
 	}
 	e.logMu.Lock()
-	tr.log.pending = append(tr.log.pending, pendingBlock{eb.bytenr, tr.id})
+	tr.log.pending = append(tr.log.pending, pendingBlock{eb.bytenr, LogGen(tr.id)})
 	e.logMu.Unlock()
 }
 
@@ -196,18 +193,18 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	if err := e.WaitCommitted(ctx, tid-1); err != nil {
 		return 0, err
 	}
-	gen := LogGeneration(tid, sub)
+	gen := MakeLogGen(journal.Transid(tid), sub)
 	st, gens := e.takeLogGens(tid, gen)
 	if st == nil || !st.live {
 		return 0, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
 	}
 	nodes := e.takeLogDirty(gens)
 	sealNodes(nodes)
-	r := st.tree.rootAt(gen)
+	r := st.tree.rootAt(uint64(gen))
 	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	start := time.Now()
-	trace.PhaseBegin(gen, trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
-	defer trace.PhaseEnd(gen, trace.PhaseLogSync)
+	trace.PhaseBegin(uint64(gen), trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
+	defer trace.PhaseEnd(uint64(gen), trace.PhaseLogSync)
 
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
@@ -238,14 +235,14 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 
 // takeLogGens returns tid's log state (nil if none) and takes from it the
 // log generations up to gen whose nodes are not yet written.
-func (e *Engine) takeLogGens(tid, gen uint64) (*logState, []uint64) {
+func (e *Engine) takeLogGens(tid uint64, gen LogGen) (*logState, []uint64) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	st := e.logs[tid]
 	var gens []uint64
 	if st != nil {
 		for g := range st.gens {
-			if g <= gen {
+			if LogGen(g) <= gen {
 				gens = append(gens, g)
 				delete(st.gens, g)
 			}
@@ -268,7 +265,7 @@ func (e *Engine) takeLogDirty(gens []uint64) []*ExtentBuffer {
 // retireLogBlocks takes out of st the blocks that log generation gen's
 // durable superblock made unreachable, to be released, and returns by how
 // much the log grew past what the journal was told of (counting it now).
-func (e *Engine) retireLogBlocks(st *logState, gen uint64) (free []uint64, grown int64) {
+func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []uint64, grown int64) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	keep := st.pending[:0]
@@ -328,7 +325,7 @@ func (e *Engine) dropLog(tid uint64) {
 // and its log generation; nil when there is none. Replay reads it, claims
 // its blocks (ClaimLog) and the data it references (ClaimData), applies it
 // and commits: the commit's superblock names no log.
-func (e *Engine) ReplayLog() (*Tree, uint64, error) {
+func (e *Engine) ReplayLog() (*Tree, LogGen, error) {
 	if e.sb.LogRoot.bytenr == 0 {
 		return nil, 0, nil
 	}

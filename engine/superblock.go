@@ -23,7 +23,7 @@ type Superblock struct {
 	Generation uint64 // the transaction this superblock commits
 	Root       rootRef
 	LogRoot    rootRef
-	LogTransid uint64
+	LogTransid LogGen
 	TotalBytes uint64
 	BytesUsed  uint64
 	NodeSize   uint32
@@ -81,7 +81,7 @@ func (sb *Superblock) encode(b []byte) {
 	le.PutUint64(b[sbGeneration:], sb.Generation)
 	putRootRef(b[sbRoot:], sb.Root)
 	putRootRef(b[sbLogRoot:], sb.LogRoot)
-	le.PutUint64(b[sbLogTransid:], sb.LogTransid)
+	le.PutUint64(b[sbLogTransid:], uint64(sb.LogTransid))
 	le.PutUint64(b[sbTotalBytes:], sb.TotalBytes)
 	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
 	le.PutUint32(b[sbNodeSize:], sb.NodeSize)
@@ -172,7 +172,7 @@ func decodeSuperCopy(b []byte, off uint64) superCopy {
 	sb.Generation = le.Uint64(b[sbGeneration:])
 	sb.Root = getRootRef(b[sbRoot:])
 	sb.LogRoot = getRootRef(b[sbLogRoot:])
-	sb.LogTransid = le.Uint64(b[sbLogTransid:])
+	sb.LogTransid = LogGen(le.Uint64(b[sbLogTransid:]))
 	sb.TotalBytes = le.Uint64(b[sbTotalBytes:])
 	sb.BytesUsed = le.Uint64(b[sbBytesUsed:])
 	sb.NodeSize = le.Uint32(b[sbNodeSize:])
@@ -216,11 +216,11 @@ func (sb *Superblock) check(off uint64) error {
 	case !nodeOK(sb.Root):
 		return fmt.Errorf("root tree root at %d, level %d", sb.Root.bytenr, sb.Root.level)
 	case (sb.LogRoot.bytenr == 0) != (sb.LogTransid == 0):
-		return fmt.Errorf("log root at %d with log generation %#x", sb.LogRoot.bytenr, sb.LogTransid)
-	case sb.LogRoot.bytenr != 0 && (!nodeOK(sb.LogRoot) || LogTransaction(sb.LogTransid) != sb.Generation+1):
+		return fmt.Errorf("log root at %d with log generation %#x", sb.LogRoot.bytenr, uint64(sb.LogTransid))
+	case sb.LogRoot.bytenr != 0 && (!nodeOK(sb.LogRoot) || uint64(sb.LogTransid.Transid()) != sb.Generation+1):
 		// A log sync logs transaction Generation+1 (SyncLog).
 		return fmt.Errorf("log root at %d, level %d, log generation %#x on generation %d",
-			sb.LogRoot.bytenr, sb.LogRoot.level, sb.LogTransid, sb.Generation)
+			sb.LogRoot.bytenr, sb.LogRoot.level, uint64(sb.LogTransid), sb.Generation)
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func New(e *engine.Engine) *Log {
 // LastLogCommit is the log generation of the newest durable log sync: an
 // inode logged at a generation not above it is in a durable log. One
 // atomic load.
-func (l *Log) LastLogCommit() uint64 { return l.lastLogCommit.Load() }
+func (l *Log) LastLogCommit() engine.LogGen { return engine.LogGen(l.lastLogCommit.Load()) }
 
 // Join makes a context for the fsync of one inode in tr's transaction and
 // returns it with the handle to log with. The caller must call Done once
@@ -146,7 +146,7 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 }
 
 // Generation is the log generation the context logs in.
-func (c *Ctx) Generation() uint64 { return engine.LogGeneration(c.tid, c.sub) }
+func (c *Ctx) Generation() engine.LogGen { return engine.MakeLogGen(journal.Transid(c.tid), c.sub) }
 
 // Done ends the context's logging: the committer of its sub-transaction
 // may go ahead once every context has.
@@ -212,7 +212,7 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			<-r.done
 			// The pair of the committer's store (invariant 3): a sync
 			// that succeeded published its generation before done.
-			assert.Thatf(r.err != nil || l.lastLogCommit.Load() >= c.Generation(),
+			assert.Thatf(r.err != nil || l.LastLogCommit() >= c.Generation(),
 				"logtree: sub-transaction %d of transaction %d synced, but lastLogCommit is %d (invariant 3)", c.sub, c.tid, l.lastLogCommit.Load())
 			c.role = roleWaiter // counted in the committer's batch
 			return r.err
@@ -220,7 +220,7 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 		if c.sub < l.logTransid {
 			// Synced already: lastLogCommit tells.
 			l.mu.Unlock()
-			if l.lastLogCommit.Load() >= c.Generation() {
+			if l.LastLogCommit() >= c.Generation() {
 				return nil
 			}
 			return ErrLogForceCommit
@@ -257,8 +257,8 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	if err == nil {
 		// No logMutex: only committers write it, one at a time, in
 		// sub-transaction order (2, 3).
-		assert.That(c.Generation() > l.lastLogCommit.Load(), "logtree: lastLogCommit only grows (invariant 3)")
-		l.lastLogCommit.Store(c.Generation())
+		assert.That(c.Generation() > l.LastLogCommit(), "logtree: lastLogCommit only grows (invariant 3)")
+		l.lastLogCommit.Store(uint64(c.Generation()))
 	}
 	c.role, c.batch = roleCommitter, len(ctxs)
 	l.stats.syncs.Add(1)

@@ -76,7 +76,7 @@ func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := l.LastLogCommit(); got >= c.Generation() {
-		t.Fatalf("before the sync: lastLogCommit %#x, context's generation %#x", got, c.Generation())
+		t.Fatalf("before the sync: lastLogCommit %v, context's generation %v", got, c.Generation())
 	}
 	d.hold()
 	synced := make(chan error, 1)
@@ -85,7 +85,7 @@ func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
 
 	l.mu.Lock()
 	close(d.release)
-	seen := make(chan uint64, 1)
+	seen := make(chan engine.LogGen, 1)
 	go func() {
 		deadline := time.Now().Add(waitLimit)
 		for l.LastLogCommit() < c.Generation() && time.Now().Before(deadline) {
@@ -101,7 +101,7 @@ func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
 	}
 	l.mu.Unlock()
 	if got != c.Generation() {
-		t.Fatalf("while logMutex was held: lastLogCommit %#x, want the synced generation %#x", got, c.Generation())
+		t.Fatalf("while logMutex was held: lastLogCommit %v, want the synced generation %v", got, c.Generation())
 	}
 	if err := <-synced; err != nil {
 		t.Fatal(err)

@@ -42,8 +42,8 @@ type Extent struct {
 
 // Report says what replay did.
 type Report struct {
-	Found         bool   // the superblock named a log
-	LogGeneration uint64 // its log generation (transaction << 24 | sub)
+	Found         bool          // the superblock named a log
+	LogGeneration engine.LogGen // its log generation
 	Applied       bool
 	Inodes        int
 	DirRanges     int
@@ -96,7 +96,7 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 		tr.End()
 		rep.Lost = err
 		log.Error("logtree: the fsync log is damaged and was not applied; the store is at its last commit, and fsyncs acknowledged after that commit are lost",
-			"log_generation", gen, "transaction", gen>>24, "err", err)
+			"log_generation", gen, "transaction", gen.Transid(), "err", err)
 		_, cerr := e.Commit(ctx)
 		rep.Took = time.Since(start)
 		return rep, cerr

@@ -562,7 +562,7 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 	// stays above lastLogCommit until its sync is durable (the committer
 	// waits for this context's Done): so inLog, which reads both without a
 	// lock, cannot answer yes for it before then (store invariants 8, 9).
-	assert.That(engine.LogTransaction(lctx.Generation()) == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
+	assert.That(uint64(lctx.Generation().Transid()) == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
 	assert.That(lctx.Generation() > s.tlog.LastLogCommit(), "store: a generation being logged is not yet durable (invariant 8)")
 	w, err := s.tlog.Writer(lt)
 	if err == nil {
@@ -570,11 +570,11 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 		if err = s.logInode(ctx, w, tid, in); err == nil {
 			// in.mu is held: the marks only grow (invariant 9; inLog
 			// checks the pair where it reads them).
-			assert.Thatf(changes >= in.loggedChanges.Load() && lctx.Generation() >= in.loggedGen.Load(),
+			assert.Thatf(changes >= in.loggedChanges.Load() && lctx.Generation() >= engine.LogGen(in.loggedGen.Load()),
 				"store: inode %d logged at generation %d with %d changes, after generation %d with %d",
 				in.ino, lctx.Generation(), changes, in.loggedGen.Load(), in.loggedChanges.Load())
 			in.loggedChanges.Store(changes)
-			in.loggedGen.Store(lctx.Generation())
+			in.loggedGen.Store(uint64(lctx.Generation()))
 		}
 	}
 	if err != nil {
@@ -601,11 +601,11 @@ func (s *Store) logSync(ctx context.Context, c *logtree.Ctx) error { return s.tl
 // inLog reports whether in's last change is in a durable log: atomics
 // only (btrfs_inode_in_log).
 func (s *Store) inLog(in *inode) bool {
-	gen := in.loggedGen.Load()
+	gen := engine.LogGen(in.loggedGen.Load())
 	logged, changes := in.loggedChanges.Load(), in.changes.Load()
 	// loggedChanges is a count of changes read before logging, and the
 	// count only grows (the pair of logAndSync's check, invariant 9).
 	assert.Thatf(logged <= changes, "store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
 	return gen != 0 && logged == changes &&
-		engine.LogTransaction(gen) == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
+		uint64(gen.Transid()) == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
 }
