@@ -9,6 +9,7 @@ import (
 
 	"ustore/dev"
 	"ustore/internal/assert"
+	"ustore/journal"
 	"ustore/trace"
 )
 
@@ -212,7 +213,7 @@ func (e *Engine) committed(tid uint64) {
 	if err := e.alloc.unpin(tid); err != nil {
 		e.fail(err)
 	}
-	e.dropLog(tid)
+	e.dropLog(journal.Transid(tid))
 }
 
 // updateRootItems writes each tree's root as of tr into the root tree.

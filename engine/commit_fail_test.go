@@ -7,6 +7,7 @@ import (
 
 	"ustore/dev"
 	"ustore/dev/memdev"
+	"ustore/journal"
 )
 
 // TestEngine_Commit_FailsReadOnly: a commit whose I/O fails leaves the
@@ -44,7 +45,7 @@ func TestEngine_Commit_FailsReadOnly(t *testing.T) {
 			if _, err := e.Start(); !errors.Is(err, ErrReadOnly) {
 				t.Fatalf("Start after a failed commit: %v, want ErrReadOnly", err)
 			}
-			if e.Committed(committedGen+1) || !e.Committed(committedGen) {
+			if e.Committed(journal.Transid(committedGen+1)) || !e.Committed(journal.Transid(committedGen)) {
 				t.Fatal("Committed() moved past the failed commit")
 			}
 			t.Logf("%v", err)

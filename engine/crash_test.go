@@ -112,5 +112,5 @@ func commitGen(t *testing.T, e *Engine) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gen
+	return uint64(gen)
 }

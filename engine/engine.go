@@ -62,8 +62,8 @@ type Engine struct {
 	// logMu guards logs; logRootMu serialises making a log tree's root.
 	logMu     sync.Mutex
 	logRootMu sync.Mutex
-	logs      map[uint64]*logState // transaction → its log
-	logTree   *Tree                // the template: lock classes and counters every log tree shares
+	logs      map[journal.Transid]*logState // transaction → its log
+	logTree   *Tree                         // the template: lock classes and counters every log tree shares
 
 	failed   atomic.Pointer[error]
 	stats    engineStats
@@ -85,8 +85,9 @@ type Trans struct {
 	log *logState
 }
 
-// ID is the transaction id (the generation of nodes it writes).
-func (tr *Trans) ID() uint64 { return tr.id }
+// ID is the transaction id (the generation of nodes it writes). A log
+// handle (LogTrans) writes log nodes: its id is their LogGen.
+func (tr *Trans) ID() journal.Transid { return journal.Transid(tr.id) }
 
 // End releases the handle; the transaction may then commit.
 func (tr *Trans) End() {
@@ -112,19 +113,18 @@ func (e *Engine) Start() (*Trans, error) {
 }
 
 // Commit commits the running transaction and waits until it is durable.
-func (e *Engine) Commit(ctx context.Context) (uint64, error) {
-	t, err := e.j.CommitNow(ctx)
-	return uint64(t), err
+func (e *Engine) Commit(ctx context.Context) (journal.Transid, error) {
+	return e.j.CommitNow(ctx)
 }
 
 // WaitCommitted returns once transaction tid is durable, the engine has
 // failed, or ctx is done.
-func (e *Engine) WaitCommitted(ctx context.Context, tid uint64) error {
-	return e.j.WaitCommitted(ctx, journal.Transid(tid))
+func (e *Engine) WaitCommitted(ctx context.Context, tid journal.Transid) error {
+	return e.j.WaitCommitted(ctx, tid)
 }
 
 // Committed reports whether transaction tid is durable: one atomic load.
-func (e *Engine) Committed(tid uint64) bool { return e.j.Committed(journal.Transid(tid)) }
+func (e *Engine) Committed(tid journal.Transid) bool { return e.j.Committed(tid) }
 
 // Tree returns the tree with id, or nil.
 func (e *Engine) Tree(id uint64) *Tree {

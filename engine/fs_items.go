@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"ustore/journal"
+)
 
 // The payloads of the fs tree's and the csum tree's items: what a file and a
 // directory are on disk. store/ gives them meaning; they live here because
@@ -26,11 +30,11 @@ type Timespec struct {
 
 // InodeItem is an inode (key: ino, INODE_ITEM, 0).
 type InodeItem struct {
-	Generation uint64 // transaction that created the inode
-	Transid    uint64 // transaction of the last change to this item
-	Size       uint64 // bytes; for a directory, the number of entries
-	Nbytes     uint64 // data bytes allocated (blocks and inline)
-	Mode       uint32 // file type and permission bits, as st_mode
+	Generation journal.Transid // transaction that created the inode
+	Transid    journal.Transid // transaction of the last change to this item
+	Size       uint64          // bytes; for a directory, the number of entries
+	Nbytes     uint64          // data bytes allocated (blocks and inline)
+	Mode       uint32          // file type and permission bits, as st_mode
 	Nlink      uint32
 	UID, GID   uint32
 	Flags      uint64
@@ -45,8 +49,8 @@ const InodeItemSize = 8*4 + 4*4 + 8 + 12*4
 
 // Encode appends the item's encoding to b.
 func (in *InodeItem) Encode(b []byte) []byte {
-	b = le.AppendUint64(b, in.Generation)
-	b = le.AppendUint64(b, in.Transid)
+	b = le.AppendUint64(b, uint64(in.Generation))
+	b = le.AppendUint64(b, uint64(in.Transid))
 	b = le.AppendUint64(b, in.Size)
 	b = le.AppendUint64(b, in.Nbytes)
 	b = le.AppendUint32(b, in.Mode)
@@ -67,8 +71,8 @@ func DecodeInodeItem(b []byte) (InodeItem, error) {
 	if len(b) != InodeItemSize {
 		return in, fmt.Errorf("%w: inode item of %d bytes, want %d", ErrCorruption, len(b), InodeItemSize)
 	}
-	in.Generation = le.Uint64(b[0:])
-	in.Transid = le.Uint64(b[8:])
+	in.Generation = journal.Transid(le.Uint64(b[0:]))
+	in.Transid = journal.Transid(le.Uint64(b[8:]))
 	in.Size = le.Uint64(b[16:])
 	in.Nbytes = le.Uint64(b[24:])
 	in.Mode = le.Uint32(b[32:])
@@ -155,7 +159,7 @@ const (
 // freed per block. An inline extent holds Data, the file's bytes from
 // offset 0, and only a file's first block may be inline.
 type FileExtent struct {
-	Generation uint64 // transaction that wrote the data
+	Generation journal.Transid // transaction that wrote the data
 	Type       uint8
 	DiskBytenr uint64
 	NumBytes   uint64
@@ -167,7 +171,7 @@ const fileExtentRegularSize = fileExtentHeader + 16
 
 // Encode appends the extent's encoding to b.
 func (x *FileExtent) Encode(b []byte) []byte {
-	b = le.AppendUint64(b, x.Generation)
+	b = le.AppendUint64(b, uint64(x.Generation))
 	b = append(b, x.Type)
 	if x.Type == ExtentInline {
 		return append(b, x.Data...)
@@ -182,7 +186,7 @@ func DecodeFileExtent(b []byte) (FileExtent, error) {
 	if len(b) < fileExtentHeader {
 		return x, fmt.Errorf("%w: file extent item of %d bytes", ErrCorruption, len(b))
 	}
-	x.Generation = le.Uint64(b)
+	x.Generation = journal.Transid(le.Uint64(b))
 	x.Type = b[8]
 	switch x.Type {
 	case ExtentInline:

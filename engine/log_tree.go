@@ -46,7 +46,7 @@ const LogSubMax = 1<<logSubBits - 1
 
 // logState is one transaction's log: guarded by Engine.logMu.
 type logState struct {
-	tid    uint64
+	tid    journal.Transid
 	live   bool                // a log tree was created in this transaction
 	blocks map[uint64]struct{} // every block the log holds
 	// pending are blocks of written nodes CoW'd away, each with the log
@@ -72,7 +72,7 @@ type pendingBlock struct {
 }
 
 // logStateLocked returns tid's log state, creating it; e.logMu held.
-func (e *Engine) logStateLocked(tid uint64) *logState {
+func (e *Engine) logStateLocked(tid journal.Transid) *logState {
 	st := e.logs[tid]
 	if st == nil {
 		st = &logState{tid: tid, blocks: map[uint64]struct{}{}, gens: map[uint64]struct{}{}}
@@ -90,9 +90,9 @@ func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
 		return nil, fmt.Errorf("%w: log sub-transaction %d", ErrLogFull, sub)
 	}
 	e.logMu.Lock()
-	st := e.logStateLocked(tr.id)
+	st := e.logStateLocked(tr.ID())
 	e.logMu.Unlock()
-	return &Trans{id: uint64(MakeLogGen(journal.Transid(tr.id), sub)), e: e, log: st, reserved: tr.reserved}, nil
+	return &Trans{id: uint64(MakeLogGen(tr.ID(), sub)), e: e, log: st, reserved: tr.reserved}, nil
 }
 
 // LogTree returns the log tree of lt's transaction, creating an empty one
@@ -186,14 +186,14 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 // durable first: the log records changes on top of tid-1, and replay
 // applies it to the newest committed state. It returns the number of nodes
 // written.
-func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
+func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err
 	}
 	if err := e.WaitCommitted(ctx, tid-1); err != nil {
 		return 0, err
 	}
-	gen := MakeLogGen(journal.Transid(tid), sub)
+	gen := MakeLogGen(tid, sub)
 	st, gens := e.takeLogGens(tid, gen)
 	if st == nil || !st.live {
 		return 0, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
@@ -208,7 +208,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	if e.sb.Generation != tid-1 {
+	if e.sb.Generation != uint64(tid)-1 {
 		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.sb.Generation))
 	}
 	w := superWrite{nodes: nodes, sb: e.nextSuper()}
@@ -222,7 +222,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 	markWritten(nodes)
 	free, grown := e.retireLogBlocks(st, gen)
 	e.releaseLogBlocks(free)
-	if grown > 0 && e.j != nil && uint64(e.j.Running()) == tid {
+	if grown > 0 && e.j != nil && e.j.Running() == tid {
 		// Only the log's growth past what was counted: the blocks each
 		// sync CoWs and frees again are churn, not size.
 		e.j.AddDirty(grown)
@@ -235,7 +235,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid, sub uint64) (int, error) {
 
 // takeLogGens returns tid's log state (nil if none) and takes from it the
 // log generations up to gen whose nodes are not yet written.
-func (e *Engine) takeLogGens(tid uint64, gen LogGen) (*logState, []uint64) {
+func (e *Engine) takeLogGens(tid journal.Transid, gen LogGen) (*logState, []uint64) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	st := e.logs[tid]
@@ -301,7 +301,7 @@ func (e *Engine) releaseLogBlocks(blocks []uint64) {
 
 // dropLog releases transaction tid's log once tid is durable: the
 // superblock of its commit names no log.
-func (e *Engine) dropLog(tid uint64) {
+func (e *Engine) dropLog(tid journal.Transid) {
 	e.logMu.Lock()
 	st := e.logs[tid]
 	delete(e.logs, tid)
@@ -374,7 +374,7 @@ func (e *Engine) ClaimLog(tr *Trans, t *Tree) error {
 		}
 	}
 	e.logMu.Lock()
-	st := e.logStateLocked(tr.id)
+	st := e.logStateLocked(tr.ID())
 	for _, b := range blocks {
 		st.blocks[b] = struct{}{}
 	}
@@ -392,9 +392,10 @@ func (e *Engine) ClaimData(tr *Trans, start, length uint64) error {
 	return nil
 }
 
-// CommittedGeneration is the generation of the newest durable commit.
-func (e *Engine) CommittedGeneration() uint64 {
+// CommittedGeneration is the generation of the newest durable commit: its
+// transaction id.
+func (e *Engine) CommittedGeneration() journal.Transid {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	return e.sb.Generation
+	return journal.Transid(e.sb.Generation)
 }

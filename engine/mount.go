@@ -125,7 +125,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
-		logs: map[uint64]*logState{}, super: choice, readOnly: opts.ReadOnly,
+		logs: map[journal.Transid]*logState{}, super: choice, readOnly: opts.ReadOnly,
 	}
 	e.logTree = newTree(e, LogTreeID)
 	rootTree := newTree(e, RootTreeID)

@@ -27,7 +27,7 @@ type Log struct {
 	cond *sync.Cond // signalled when writers drop or a sync ends
 	// tid is the transaction the state below belongs to; a Join in a newer
 	// transaction starts it afresh (the old log went with its commit).
-	tid uint64
+	tid journal.Transid
 	// logTransid is the current log sub-transaction: new contexts join it.
 	logTransid uint64
 	// logWriters counts contexts of logTransid still logging.
@@ -37,7 +37,7 @@ type Log struct {
 	// logCtxs[sub%2] are the contexts that joined sub.
 	logCtxs [2][]*Ctx
 	// forceCommit is a transaction whose log is poisoned.
-	forceCommit uint64
+	forceCommit journal.Transid
 
 	// lastLogCommit is the log generation of the newest durable log sync.
 	lastLogCommit atomic.Uint64
@@ -58,7 +58,7 @@ type syncResult struct {
 // Ctx is one fsync's part in a log transaction (btrfs: btrfs_log_ctx).
 type Ctx struct {
 	l     *Log
-	tid   uint64
+	tid   journal.Transid
 	sub   uint64
 	left  bool     // Done called
 	role  syncRole // what it did in the log sync that completed it
@@ -146,7 +146,7 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 }
 
 // Generation is the log generation the context logs in.
-func (c *Ctx) Generation() engine.LogGen { return engine.MakeLogGen(journal.Transid(c.tid), c.sub) }
+func (c *Ctx) Generation() engine.LogGen { return engine.MakeLogGen(c.tid, c.sub) }
 
 // Done ends the context's logging: the committer of its sub-transaction
 // may go ahead once every context has.
@@ -177,7 +177,7 @@ func (l *Log) Poison(c *Ctx) {
 // first context to get here commits it for all that joined; the others
 // wait for that result. The caller still holds its transaction handle.
 func (l *Log) Sync(ctx context.Context, c *Ctx) error {
-	ctx, span := trace.Start(ctx, "logtree.sync_log", trace.Transid(c.tid))
+	ctx, span := trace.Start(ctx, "logtree.sync_log", trace.Transid(uint64(c.tid)))
 	defer span.End()
 	start := time.Now()
 	err := l.sync(ctx, c)

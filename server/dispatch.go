@@ -172,7 +172,7 @@ func emptyOr(err error) (proto.Reply, *[]byte, error) {
 func attrOf(a store.Attr) proto.Attr {
 	return proto.Attr{
 		Ino: a.Ino, Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
-		Size: a.Size, Blocks: a.Blocks, Generation: a.Generation,
+		Size: a.Size, Blocks: a.Blocks, Generation: uint64(a.Generation),
 		Atime: proto.TimespecOf(a.Atime), Mtime: proto.TimespecOf(a.Mtime),
 		Ctime: proto.TimespecOf(a.Ctime), Btime: proto.TimespecOf(a.Btime),
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"ustore/engine"
+	"ustore/journal"
 )
 
 // Check is fsck for a quiescent store (nothing buffered, everything
@@ -34,7 +35,7 @@ func (s *Store) Check() error {
 // and the three items of every name keyed by (directory, index).
 type namespaceCheck struct {
 	s         *Store
-	committed uint64
+	committed journal.Transid
 	errs      []error
 
 	inodes   map[uint64]*inodeInfo
@@ -61,7 +62,7 @@ type dirName struct {
 	index uint64
 }
 
-func newNamespaceCheck(s *Store, committed uint64) *namespaceCheck {
+func newNamespaceCheck(s *Store, committed journal.Transid) *namespaceCheck {
 	return &namespaceCheck{
 		s:         s,
 		committed: committed,

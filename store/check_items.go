@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"ustore/engine"
+	"ustore/journal"
 )
 
 // Checks of one item's fields against what the store can ever write, and
@@ -13,7 +14,7 @@ import (
 // read fail far from its cause). Check runs them on every item.
 
 // checkInodeFields returns what is wrong with inode ino's item.
-func (s *Store) checkInodeFields(ino uint64, it engine.InodeItem, committed uint64) []error {
+func (s *Store) checkInodeFields(ino uint64, it engine.InodeItem, committed journal.Transid) []error {
 	var errs []error
 	if it.Mode&ModeType != ModeDir && it.Size > MaxFileSize {
 		errs = append(errs, fmt.Errorf("inode %d: size %d past the largest file size %d", ino, it.Size, uint64(MaxFileSize)))
@@ -28,7 +29,7 @@ func (s *Store) checkInodeFields(ino uint64, it engine.InodeItem, committed uint
 }
 
 // checkExtentFields returns what is wrong with the extent item at k.
-func (s *Store) checkExtentFields(k engine.Key, x engine.FileExtent, committed uint64) []error {
+func (s *Store) checkExtentFields(k engine.Key, x engine.FileExtent, committed journal.Transid) []error {
 	var errs []error
 	if k.Offset >= MaxFileSize || x.NumBytes > MaxFileSize-k.Offset {
 		errs = append(errs, fmt.Errorf("inode %d: extent [%d, +%d) past the largest file size %d", k.ObjectID, k.Offset, x.NumBytes, uint64(MaxFileSize)))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ustore/engine"
+	"ustore/journal"
 )
 
 // File types in Mode, as st_mode.
@@ -76,7 +77,7 @@ type inode struct {
 
 	// lastTrans is the transaction of the inode's last change in the tree
 	// (btrfs: last_trans). fsync reads it without a lock.
-	lastTrans atomic.Uint64
+	lastTrans atomicTransid
 
 	// changes counts writeItem calls: every change to the inode's items
 	// writes its item. loggedChanges is its value when the inode was last
@@ -107,8 +108,8 @@ type Attr struct {
 	Nlink      uint32
 	UID, GID   uint32
 	Size       uint64
-	Blocks     uint64 // bytes allocated on the device (and inline)
-	Generation uint64
+	Blocks     uint64          // bytes allocated on the device (and inline)
+	Generation journal.Transid // the transaction that created the inode
 	Atime      time.Time
 	Mtime      time.Time
 	Ctime      time.Time
@@ -128,3 +129,9 @@ func (in *inode) attrLocked() Attr {
 		Atime: ts(in.item.Atime), Mtime: ts(in.item.Mtime), Ctime: ts(in.item.Ctime), Btime: ts(in.item.Otime),
 	}
 }
+
+// atomicTransid is an atomic.Uint64 that holds a transaction id.
+type atomicTransid struct{ v atomic.Uint64 }
+
+func (a *atomicTransid) Load() journal.Transid   { return journal.Transid(a.v.Load()) }
+func (a *atomicTransid) Store(t journal.Transid) { a.v.Store(uint64(t)) }

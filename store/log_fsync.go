@@ -101,7 +101,7 @@ func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) erro
 	case outcomeCommit:
 		s.stats.fsyncCommit.Add(1)
 	}
-	span.SetAttributes(attribute.String("outcome", outcome.String()), trace.Transid(in.lastTrans.Load()))
+	span.SetAttributes(attribute.String("outcome", outcome.String()), trace.Transid(uint64(in.lastTrans.Load())))
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"ustore/engine"
 	"ustore/internal/assert"
+	"ustore/journal"
 	"ustore/logtree"
 	"ustore/trace"
 )
@@ -35,7 +36,7 @@ import (
 // handle: the inode's items cannot change under it.
 
 // logInode copies in's changed items into the log through w.
-func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid uint64, in *inode) error {
+func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid journal.Transid, in *inode) error {
 	_, span := trace.Start(ctx, "logtree.log_inode", trace.Ino(in.ino))
 	defer span.End()
 	item, err := s.fs.Lookup(inodeKey(in.ino))
@@ -100,7 +101,7 @@ func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) 
 // one transaction may create a chain of directories as deep as it likes,
 // and a goroutine's stack must not grow with it (the project's style: no
 // recursion over unbounded depth; TestLog_DeepNewDirs).
-func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
+func (s *Store) logNames(w *logtree.Writer, tid journal.Transid, ino uint64) error {
 	// nameFrame is one inode whose names are logged: the parents of its
 	// names not yet looked at are parents[next:].
 	type nameFrame struct {
@@ -153,7 +154,7 @@ func (s *Store) logNames(w *logtree.Writer, tid, ino uint64) error {
 // logOwnNames replaces the log's INODE_REFs of ino with the tree's, marks
 // ino's names logged in tid, and returns the directories they are in, in
 // key order.
-func (s *Store) logOwnNames(w *logtree.Writer, tid, ino uint64) ([]uint64, error) {
+func (s *Store) logOwnNames(w *logtree.Writer, tid journal.Transid, ino uint64) ([]uint64, error) {
 	var keys []engine.Key
 	var refs [][]byte
 	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
@@ -186,7 +187,7 @@ func (s *Store) logOwnNames(w *logtree.Writer, tid, ino uint64) ([]uint64, error
 // straddle it — and copies of the tree's extents in it; all of them in one
 // batch after the log's last record, then the checksums of the extents'
 // blocks.
-func (s *Store) logFile(w *logtree.Writer, tid, ino uint64) error {
+func (s *Store) logFile(w *logtree.Writer, tid journal.Transid, ino uint64) error {
 	rs, err := s.track.takeFile(tid, ino)
 	if err != nil || len(rs) == 0 {
 		return err
@@ -279,7 +280,7 @@ func lastRangeBefore(w *logtree.Writer, ino uint64, typ uint8, at uint64) (uint6
 }
 
 // logDir logs the index ranges of directory dir changed in tid.
-func (s *Store) logDir(w *logtree.Writer, tid, dir uint64) error {
+func (s *Store) logDir(w *logtree.Writer, tid journal.Transid, dir uint64) error {
 	rs, err := s.track.takeDir(tid, dir)
 	if err != nil {
 		return err
@@ -363,7 +364,7 @@ func noDirRanges(w *logtree.Writer, dir uint64) (bool, error) {
 // delete, every range item in one batch and the entries in batches — a
 // directory that lost 1,000 scattered entries is 1,000 range items in one
 // insertion, not 1,000 merges.
-func (s *Store) logDirRangesFresh(w *logtree.Writer, tid, dir uint64, rs []rng) error {
+func (s *Store) logDirRangesFresh(w *logtree.Writer, tid journal.Transid, dir uint64, rs []rng) error {
 	rkeys := make([]engine.Key, len(rs))
 	ritems := make([][]byte, len(rs))
 	for i, r := range rs {
@@ -433,7 +434,7 @@ func (s *Store) copyEntries(b *entryBatch, dir, lo, hi uint64) error {
 
 // logDirRange replaces the log's entries of dir in [lo, hi) with the
 // tree's.
-func (s *Store) logDirRange(w *logtree.Writer, tid, dir, lo, hi uint64) error {
+func (s *Store) logDirRange(w *logtree.Writer, tid journal.Transid, dir, lo, hi uint64) error {
 	from, err := lastRangeBefore(w, dir, logtree.TypeDirLogIndex, lo)
 	if err != nil {
 		return err
@@ -487,7 +488,7 @@ func (s *Store) logDirRange(w *logtree.Writer, tid, dir, lo, hi uint64) error {
 // in this transaction and is not in the log yet (btrfs: LOG_INODE_EXISTS):
 // replay must find the inode the entry names. Its data was not asked to be
 // durable: a file is logged empty.
-func (s *Store) logExists(w *logtree.Writer, tid, child uint64) error {
+func (s *Store) logExists(w *logtree.Writer, tid journal.Transid, child uint64) error {
 	if s.track.hasNames(tid, child) {
 		return nil
 	}
@@ -562,7 +563,7 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 	// stays above lastLogCommit until its sync is durable (the committer
 	// waits for this context's Done): so inLog, which reads both without a
 	// lock, cannot answer yes for it before then (store invariants 8, 9).
-	assert.That(uint64(lctx.Generation().Transid()) == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
+	assert.That(lctx.Generation().Transid() == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
 	assert.That(lctx.Generation() > s.tlog.LastLogCommit(), "store: a generation being logged is not yet durable (invariant 8)")
 	w, err := s.tlog.Writer(lt)
 	if err == nil {
@@ -607,5 +608,5 @@ func (s *Store) inLog(in *inode) bool {
 	// count only grows (the pair of logAndSync's check, invariant 9).
 	assert.Thatf(logged <= changes, "store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
 	return gen != 0 && logged == changes &&
-		uint64(gen.Transid()) == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
+		gen.Transid() == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
 }

@@ -7,6 +7,7 @@ import (
 
 	"ustore/engine"
 	"ustore/internal/assert"
+	"ustore/journal"
 )
 
 // logTrack records what the running transaction changed that an fsync may
@@ -21,7 +22,7 @@ import (
 // mu is a leaf lock: taken last, held for map updates only.
 type logTrack struct {
 	mu  sync.Mutex
-	tid uint64
+	tid journal.Transid
 	// files: file ranges whose extents changed.
 	files map[uint64]*rangeSet
 	// dirs: directory index ranges whose entries changed (added or
@@ -51,7 +52,7 @@ type logTrack struct {
 
 // resetLocked moves the tracker to transaction tid (mu held). It reports
 // false for a change of an older transaction, which the tracker ignores.
-func (t *logTrack) resetLocked(tid uint64) bool {
+func (t *logTrack) resetLocked(tid journal.Transid) bool {
 	if tid < t.tid {
 		return false
 	}
@@ -69,7 +70,7 @@ func (t *logTrack) resetLocked(tid uint64) bool {
 }
 
 // fileChanged records that ino's extents in [start, end) changed in tid.
-func (t *logTrack) fileChanged(tid, ino, start, end uint64) {
+func (t *logTrack) fileChanged(tid journal.Transid, ino, start, end uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -84,7 +85,7 @@ func (t *logTrack) fileChanged(tid, ino, start, end uint64) {
 }
 
 // entryAdded records a new entry at index idx of dir.
-func (t *logTrack) entryAdded(tid, dir, idx, child uint64) {
+func (t *logTrack) entryAdded(tid journal.Transid, dir, idx, child uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -97,7 +98,7 @@ func (t *logTrack) entryAdded(tid, dir, idx, child uint64) {
 }
 
 // entryRemoved records the removal of dir's entry at idx (naming child).
-func (t *logTrack) entryRemoved(tid, dir, idx, child uint64) {
+func (t *logTrack) entryRemoved(tid journal.Transid, dir, idx, child uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -123,7 +124,7 @@ func (t *logTrack) dirRangeLocked(dir uint64) *rangeSet {
 
 // itemShrunk records that list item key lost an entry of n bytes in tid
 // and kept others.
-func (t *logTrack) itemShrunk(tid uint64, key engine.Key, n int) {
+func (t *logTrack) itemShrunk(tid journal.Transid, key engine.Key, n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.resetLocked(tid) {
@@ -142,7 +143,7 @@ func (t *logTrack) itemShrunk(tid uint64, key engine.Key, n int) {
 // (not counted: the item went with it). Should that bound pass max, replay
 // would fail the mount with an item too large; the log is stale instead,
 // and later fsyncs of tid commit.
-func (t *logTrack) itemGrown(tid uint64, key engine.Key, size, max int) {
+func (t *logTrack) itemGrown(tid journal.Transid, key engine.Key, size, max int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -155,7 +156,7 @@ func (t *logTrack) itemGrown(tid uint64, key engine.Key, size, max int) {
 
 // renamed records a rename in tid: the log cannot express the fsyncs that
 // follow it in tid (btrfs's directory trouble cases), which commit.
-func (t *logTrack) renamed(tid uint64) {
+func (t *logTrack) renamed(tid journal.Transid) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.resetLocked(tid) && t.stale == fallbackNone {
@@ -164,7 +165,7 @@ func (t *logTrack) renamed(tid uint64) {
 }
 
 // staleReason is why fsyncs of tid must commit, or fallbackNone.
-func (t *logTrack) staleReason(tid uint64) fallbackReason {
+func (t *logTrack) staleReason(tid journal.Transid) fallbackReason {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
@@ -181,22 +182,26 @@ func (t *logTrack) staleReason(tid uint64) fallbackReason {
 var errTrackGone = errors.New("store: the transaction's change tracking is gone (it is committing)")
 
 // takeFile returns and forgets ino's changed file ranges in tid.
-func (t *logTrack) takeFile(tid, ino uint64) ([]rng, error) { return t.take(tid, ino, false) }
+func (t *logTrack) takeFile(tid journal.Transid, ino uint64) ([]rng, error) {
+	return t.take(tid, ino, false)
+}
 
 // putFile gives ranges back after a failed log (the fsync commits, but a
 // later fsync of the transaction must not think them logged).
-func (t *logTrack) putFile(tid, ino uint64, rs []rng) {
+func (t *logTrack) putFile(tid journal.Transid, ino uint64, rs []rng) {
 	for _, r := range rs {
 		t.fileChanged(tid, ino, r.start, r.end)
 	}
 }
 
 // takeDir returns and forgets dir's changed index ranges in tid.
-func (t *logTrack) takeDir(tid, dir uint64) ([]rng, error) { return t.take(tid, dir, true) }
+func (t *logTrack) takeDir(tid journal.Transid, dir uint64) ([]rng, error) {
+	return t.take(tid, dir, true)
+}
 
 // take returns and forgets the ranges of key — a directory's (dir) or a
 // file's — in tid; errTrackGone once the tracker has moved past tid.
-func (t *logTrack) take(tid, key uint64, dir bool) ([]rng, error) {
+func (t *logTrack) take(tid journal.Transid, key uint64, dir bool) ([]rng, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
@@ -218,7 +223,7 @@ func (t *logTrack) take(tid, key uint64, dir bool) ([]rng, error) {
 	return rs, nil
 }
 
-func (t *logTrack) putDir(tid, dir uint64, rs []rng) {
+func (t *logTrack) putDir(tid journal.Transid, dir uint64, rs []rng) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -230,7 +235,7 @@ func (t *logTrack) putDir(tid, dir uint64, rs []rng) {
 }
 
 // takeUnlinked returns and forgets the inodes dir lost entries of in tid.
-func (t *logTrack) takeUnlinked(tid, dir uint64) ([]uint64, error) {
+func (t *logTrack) takeUnlinked(tid journal.Transid, dir uint64) ([]uint64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
@@ -246,7 +251,7 @@ func (t *logTrack) takeUnlinked(tid, dir uint64) ([]uint64, error) {
 
 // namesLogged records that ino's names are in tid's log; it reports
 // whether they were already.
-func (t *logTrack) namesLogged(tid, ino uint64) bool {
+func (t *logTrack) namesLogged(tid journal.Transid, ino uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -258,7 +263,7 @@ func (t *logTrack) namesLogged(tid, ino uint64) bool {
 }
 
 // hasNames reports whether ino's names are in tid's log.
-func (t *logTrack) hasNames(tid, ino uint64) bool {
+func (t *logTrack) hasNames(tid journal.Transid, ino uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.names[ino]
@@ -266,7 +271,7 @@ func (t *logTrack) hasNames(tid, ino uint64) bool {
 }
 
 // dirLogged records that dir's index ranges are in tid's log.
-func (t *logTrack) dirLogged(tid, dir uint64) {
+func (t *logTrack) dirLogged(tid journal.Transid, dir uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.resetLocked(tid) {
