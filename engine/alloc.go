@@ -53,8 +53,9 @@ func (a *allocator) delta(tid uint64) *allocDelta {
 	return d
 }
 
-func (a *allocator) allocMeta(tid, length uint64, reserveOK bool) (uint64, error) {
-	return a.alloc(tid, length, &a.metaCursor, reserveOK)
+func (a *allocator) allocMeta(tid, length uint64, reserveOK bool) (Bytenr, error) {
+	start, err := a.alloc(tid, length, &a.metaCursor, reserveOK)
+	return Bytenr(start), err
 }
 
 // reserveData takes contiguous data space out of the free set without
@@ -220,7 +221,7 @@ func (a *allocator) assertTotals() {
 
 // allocLog takes a block for a log tree node out of the free set, without a
 // delta: log blocks never reach the free space tree.
-func (a *allocator) allocLog(length uint64, reserveOK bool) (uint64, error) {
+func (a *allocator) allocLog(length uint64, reserveOK bool) (Bytenr, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !reserveOK && a.freeSet.bigSum < length+a.reserve {
@@ -235,7 +236,7 @@ func (a *allocator) allocLog(length uint64, reserveOK bool) (uint64, error) {
 	assert.Thatf(taken, "engine: log extent [%d, +%d) found but not taken", start, length)
 	a.assertTaken(start, length)
 	a.metaCursor = start + length
-	return start, nil
+	return Bytenr(start), nil
 }
 
 // release returns space taken without a delta (log blocks) to the free set.

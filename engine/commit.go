@@ -278,7 +278,7 @@ func (e *Engine) nodeWrites(nodes []*ExtentBuffer) []dev.IO {
 	var ios []dev.IO
 	for i := 0; i < len(nodes); {
 		j := i + 1
-		for j < len(nodes) && j-i < perRun && nodes[j].bytenr == nodes[j-1].bytenr+ns {
+		for j < len(nodes) && j-i < perRun && nodes[j].bytenr == nodes[j-1].bytenr+Bytenr(ns) {
 			j++
 		}
 		if j == i+1 {

@@ -29,7 +29,7 @@ func (t *Tree) cow(tr *Trans, p *Path, level int) error {
 	// is being committed, and that commit's reads of its own tree (the
 	// invariants check) must find it here, not on disk before it is written.
 	if !old.dirty.Load() {
-		e.cache.Remove(old.bytenr)
+		e.cache.Remove(uint64(old.bytenr))
 	}
 	old.lock.Unlock()
 	p.Nodes[level] = neb
@@ -53,14 +53,14 @@ func (e *Engine) newNode(tr *Trans, t *Tree, level int, reserveOK bool) (*Extent
 	}
 	eb := e.formatNode(tr, t, level, bytenr)
 	e.addDirty(tr.id, eb)
-	e.cache.Add(bytenr, eb)
+	e.cache.Add(uint64(bytenr), eb)
 	return eb, nil
 }
 
 // formatNode makes tr's new, empty node of t at level, to be written at
 // bytenr: write-locked and dirty. A fresh buffer is zeroed by the
 // allocator: no second clear.
-func (e *Engine) formatNode(tr *Trans, t *Tree, level int, bytenr uint64) *ExtentBuffer {
+func (e *Engine) formatNode(tr *Trans, t *Tree, level int, bytenr Bytenr) *ExtentBuffer {
 	eb := newExtentBuffer(bytenr, alignedNode(e.geo.nodeSize), t.classes[level])
 	eb.setHeader(e.fsid, tr.id, t.id, level)
 	eb.lock.Lock()
@@ -85,7 +85,7 @@ func (e *Engine) freeNode(tr *Trans, eb *ExtentBuffer) {
 	if eb.Generation() == tr.id {
 		e.removeDirty(tr.id, eb)
 		eb.dirty.Store(false)
-		e.cache.Remove(eb.bytenr)
+		e.cache.Remove(uint64(eb.bytenr))
 	}
-	e.alloc.free(tr.id, eb.bytenr, uint64(e.geo.nodeSize))
+	e.alloc.free(tr.id, uint64(eb.bytenr), uint64(e.geo.nodeSize))
 }

@@ -432,7 +432,7 @@ func (h *ddHarness) fsck() string {
 		return b.String() + "clean"
 	}
 	rep := &CheckReport{}
-	refs := map[uint64]uint64{}
+	refs := map[Bytenr]uint64{}
 	for _, id := range []uint64{RootTreeID, FSTreeID, CsumTreeID, FreeSpaceTreeID, testTree} {
 		tree := h.e.Tree(id)
 		tree.rootLock.RLock()

@@ -52,7 +52,7 @@ type Engine struct {
 	trees   map[uint64]*Tree
 
 	dirtyMu sync.Mutex
-	dirty   map[uint64]map[uint64]*ExtentBuffer // transid → bytenr → node
+	dirty   map[uint64]map[Bytenr]*ExtentBuffer // transid → bytenr → node
 
 	commitMu  sync.Mutex
 	sb        Superblock  // the newest durable superblock
@@ -183,7 +183,7 @@ func (e *Engine) trackDirty(tid uint64, eb *ExtentBuffer) {
 	e.dirtyMu.Lock()
 	m := e.dirty[tid]
 	if m == nil {
-		m = map[uint64]*ExtentBuffer{}
+		m = map[Bytenr]*ExtentBuffer{}
 		e.dirty[tid] = m
 	}
 	m[eb.bytenr] = eb
@@ -225,11 +225,11 @@ func (e *Engine) readChild(t *Tree, parent *ExtentBuffer, slot int) (*ExtentBuff
 
 // readNode returns the node at bytenr from the cache, or reads and verifies
 // it (checksum, fsid, bytenr, owner, level) on a miss.
-func (e *Engine) readNode(bytenr, owner uint64, level int) (*ExtentBuffer, error) {
-	if bytenr < firstAllocatable || bytenr+uint64(e.geo.nodeSize) > uint64(e.dev.Size()) || bytenr%SectorSize != 0 {
+func (e *Engine) readNode(bytenr Bytenr, owner uint64, level int) (*ExtentBuffer, error) {
+	if bytenr < firstAllocatable || uint64(bytenr)+uint64(e.geo.nodeSize) > uint64(e.dev.Size()) || bytenr%SectorSize != 0 {
 		return nil, fmt.Errorf("%w: node pointer %d outside the device", ErrCorruption, bytenr)
 	}
-	eb, err := e.cache.GetOrLoad(bytenr, func() (*ExtentBuffer, error) {
+	eb, err := e.cache.GetOrLoad(uint64(bytenr), func() (*ExtentBuffer, error) {
 		buf := alignedNode(e.geo.nodeSize)
 		ios := []dev.IO{{Off: int64(bytenr), Buf: buf}}
 		if err := e.dev.Read(ios); err != nil {

@@ -16,14 +16,14 @@ import (
 // transaction that has ended is immutable. bytenr never changes.
 type ExtentBuffer struct {
 	lock   lock.RWMutex
-	bytenr uint64
+	bytenr Bytenr
 	data   []byte
 	dirty  atomic.Bool // written in this generation, not yet on disk
 }
 
-func newExtentBuffer(bytenr uint64, data []byte, class *lock.Class) *ExtentBuffer {
+func newExtentBuffer(bytenr Bytenr, data []byte, class *lock.Class) *ExtentBuffer {
 	eb := &ExtentBuffer{bytenr: bytenr, data: data}
-	eb.lock.Init(class, bytenr)
+	eb.lock.Init(class, uint64(bytenr))
 	return eb
 }
 
@@ -32,7 +32,7 @@ func newExtentBuffer(bytenr uint64, data []byte, class *lock.Class) *ExtentBuffe
 func (eb *ExtentBuffer) CacheBytes() int64 { return int64(len(eb.data)) + 128 }
 func (eb *ExtentBuffer) Pinned() bool      { return eb.dirty.Load() }
 
-func (eb *ExtentBuffer) Bytenr() uint64     { return eb.bytenr }
+func (eb *ExtentBuffer) Bytenr() Bytenr     { return eb.bytenr }
 func (eb *ExtentBuffer) Level() int         { return int(eb.data[hdrLevel]) }
 func (eb *ExtentBuffer) IsLeaf() bool       { return eb.data[hdrLevel] == 0 }
 func (eb *ExtentBuffer) Generation() uint64 { return le.Uint64(eb.data[hdrGeneration:]) }
@@ -44,7 +44,7 @@ func (eb *ExtentBuffer) ItemCount() int { return int(le.Uint32(eb.data[hdrNritem
 
 func (eb *ExtentBuffer) setItemCount(n int)       { le.PutUint32(eb.data[hdrNritems:], uint32(n)) }
 func (eb *ExtentBuffer) setGeneration(g uint64)   { le.PutUint64(eb.data[hdrGeneration:], g) }
-func (eb *ExtentBuffer) setBytenrHeader(b uint64) { le.PutUint64(eb.data[hdrBytenr:], b) }
+func (eb *ExtentBuffer) setBytenrHeader(b Bytenr) { le.PutUint64(eb.data[hdrBytenr:], uint64(b)) }
 
 // initHeader formats an empty node.
 func (eb *ExtentBuffer) initHeader(fsid [16]byte, gen, owner uint64, level int) {
@@ -56,7 +56,7 @@ func (eb *ExtentBuffer) initHeader(fsid [16]byte, gen, owner uint64, level int) 
 // (a fresh buffer) or about to be overwritten (a CoW copy).
 func (eb *ExtentBuffer) setHeader(fsid [16]byte, gen, owner uint64, level int) {
 	copy(eb.data[hdrFsid:], fsid[:])
-	le.PutUint64(eb.data[hdrBytenr:], eb.bytenr)
+	le.PutUint64(eb.data[hdrBytenr:], uint64(eb.bytenr))
 	le.PutUint64(eb.data[hdrGeneration:], gen)
 	le.PutUint64(eb.data[hdrOwner:], owner)
 	eb.data[hdrLevel] = uint8(level)
@@ -131,15 +131,15 @@ func (eb *ExtentBuffer) ptr(i int) []byte {
 	o := headerSize + i*ptrSize
 	return eb.data[o : o+ptrSize]
 }
-func (eb *ExtentBuffer) BlockPtr(i int) uint64 { return le.Uint64(eb.ptr(i)[keySize:]) }
+func (eb *ExtentBuffer) BlockPtr(i int) Bytenr { return Bytenr(le.Uint64(eb.ptr(i)[keySize:])) }
 func (eb *ExtentBuffer) PtrGeneration(i int) uint64 {
 	return le.Uint64(eb.ptr(i)[keySize+8:])
 }
 
-func (eb *ExtentBuffer) setPtr(i int, k Key, bytenr, gen uint64) {
+func (eb *ExtentBuffer) setPtr(i int, k Key, bytenr Bytenr, gen uint64) {
 	p := eb.ptr(i)
 	putKey(p, k)
-	le.PutUint64(p[keySize:], bytenr)
+	le.PutUint64(p[keySize:], uint64(bytenr))
 	le.PutUint64(p[keySize+8:], gen)
 }
 
@@ -166,7 +166,7 @@ func (eb *ExtentBuffer) verify(fsid [16]byte, owner uint64, level int, nodeSize 
 	if [16]byte(eb.data[hdrFsid:hdrFsid+16]) != fsid {
 		return fmt.Errorf("%w: node %d: fsid of another filesystem", ErrCorruption, eb.bytenr)
 	}
-	if b := le.Uint64(eb.data[hdrBytenr:]); b != eb.bytenr {
+	if b := Bytenr(le.Uint64(eb.data[hdrBytenr:])); b != eb.bytenr {
 		return fmt.Errorf("%w: node %d: header says bytenr %d (misdirected write?)", ErrCorruption, eb.bytenr, b)
 	}
 	if owner != 0 && eb.Owner() != owner {

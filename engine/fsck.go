@@ -54,7 +54,7 @@ func (r *CheckReport) Err() error {
 func Check(e *Engine) *CheckReport {
 	r := &CheckReport{}
 	e.checkSuperCopies(r)
-	refs := map[uint64]uint64{} // bytenr → owner
+	refs := map[Bytenr]uint64{} // bytenr → owner
 	e.treesMu.RLock()
 	ids := make([]uint64, 0, len(e.trees))
 	for id := range e.trees {
@@ -92,7 +92,7 @@ func Check(e *Engine) *CheckReport {
 	}
 	var spans []span
 	for b, owner := range refs {
-		spans = append(spans, span{b, b + uint64(e.geo.nodeSize), fmt.Sprintf("node of tree %d", owner)})
+		spans = append(spans, span{uint64(b), uint64(b) + uint64(e.geo.nodeSize), fmt.Sprintf("node of tree %d", owner)})
 		r.UsedBytes += uint64(e.geo.nodeSize)
 	}
 	for _, x := range free {
@@ -144,7 +144,7 @@ func (e *Engine) checkSuperCopies(r *CheckReport) {
 
 // checkNode checks the subtree at eb, whose keys must lie in [lo, hi) (hi
 // exclusive unless hiOpen... MaxKey inclusive at the top).
-func (e *Engine) checkNode(t *Tree, eb *ExtentBuffer, isRoot bool, lo, hi Key, hiExclusive bool, refs map[uint64]uint64, r *CheckReport) {
+func (e *Engine) checkNode(t *Tree, eb *ExtentBuffer, isRoot bool, lo, hi Key, hiExclusive bool, refs map[Bytenr]uint64, r *CheckReport) {
 	r.Nodes++
 	if owner, dup := refs[eb.bytenr]; dup {
 		r.add("tree %d: node %d is also referenced by tree %d", t.id, eb.bytenr, owner)

@@ -18,7 +18,7 @@ func (e *Engine) checkCommitInvariants(tid uint64) {
 	}
 	e.treesMu.RUnlock()
 	rep := &CheckReport{}
-	refs := map[uint64]uint64{}
+	refs := map[Bytenr]uint64{}
 	for _, t := range trees {
 		if r := t.rootAt(tid); r != nil {
 			e.checkNode(t, r, true, MinKey, MaxKey, false, refs, rep)

@@ -48,7 +48,7 @@ const LogSubMax = 1<<logSubBits - 1
 type logState struct {
 	tid    journal.Transid
 	live   bool                // a log tree was created in this transaction
-	blocks map[uint64]struct{} // every block the log holds
+	blocks map[Bytenr]struct{} // every block the log holds
 	// pending are blocks of written nodes CoW'd away, each with the log
 	// generation after whose durable superblock it is unreachable.
 	pending []pendingBlock
@@ -67,7 +67,7 @@ type logState struct {
 }
 
 type pendingBlock struct {
-	bytenr uint64
+	bytenr Bytenr
 	gen    LogGen
 }
 
@@ -75,7 +75,7 @@ type pendingBlock struct {
 func (e *Engine) logStateLocked(tid journal.Transid) *logState {
 	st := e.logs[tid]
 	if st == nil {
-		st = &logState{tid: tid, blocks: map[uint64]struct{}{}, gens: map[uint64]struct{}{}}
+		st = &logState{tid: tid, blocks: map[Bytenr]struct{}{}, gens: map[uint64]struct{}{}}
 		e.logs[tid] = st
 	}
 	return st
@@ -151,7 +151,7 @@ func (e *Engine) newLogNode(tr *Trans, t *Tree, level int) (*ExtentBuffer, error
 	// Dirty under its log generation, but not the transaction's dirty
 	// metadata: the log's size is counted by SyncLog, not its churn.
 	e.trackDirty(tr.id, eb)
-	e.cache.Add(bytenr, eb)
+	e.cache.Add(uint64(bytenr), eb)
 	return eb, nil
 }
 
@@ -163,11 +163,11 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 		// from a durable superblock.
 		e.removeDirty(tr.id, eb)
 		eb.dirty.Store(false)
-		e.cache.Remove(eb.bytenr)
+		e.cache.Remove(uint64(eb.bytenr))
 		e.logMu.Lock()
 		delete(tr.log.blocks, eb.bytenr)
 		e.logMu.Unlock()
-		if err := e.alloc.release(eb.bytenr, ns); err != nil {
+		if err := e.alloc.release(uint64(eb.bytenr), ns); err != nil {
 			e.fail(err)
 		}
 		return
@@ -265,7 +265,7 @@ func (e *Engine) takeLogDirty(gens []uint64) []*ExtentBuffer {
 // retireLogBlocks takes out of st the blocks that log generation gen's
 // durable superblock made unreachable, to be released, and returns by how
 // much the log grew past what the journal was told of (counting it now).
-func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []uint64, grown int64) {
+func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []Bytenr, grown int64) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	keep := st.pending[:0]
@@ -286,13 +286,13 @@ func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []uint64, grown
 }
 
 // releaseLogBlocks returns log blocks no durable superblock reaches.
-func (e *Engine) releaseLogBlocks(blocks []uint64) {
+func (e *Engine) releaseLogBlocks(blocks []Bytenr) {
 	ns := uint64(e.geo.nodeSize)
 	for _, b := range blocks {
-		if eb, ok := e.cache.Remove(b); ok {
+		if eb, ok := e.cache.Remove(uint64(b)); ok {
 			eb.dirty.Store(false)
 		}
-		if err := e.alloc.release(b, ns); err != nil {
+		if err := e.alloc.release(uint64(b), ns); err != nil {
 			e.fail(err)
 			return
 		}
@@ -314,7 +314,7 @@ func (e *Engine) dropLog(tid journal.Transid) {
 			eb.dirty.Store(false)
 		}
 	}
-	blocks := make([]uint64, 0, len(st.blocks))
+	blocks := make([]Bytenr, 0, len(st.blocks))
 	for b := range st.blocks {
 		blocks = append(blocks, b)
 	}
@@ -346,7 +346,7 @@ func (e *Engine) ReplayLog() (*Tree, LogGen, error) {
 // blocks out of the free space until tr is durable: the free space tree of
 // the last commit counts them free.
 func (e *Engine) ClaimLog(tr *Trans, t *Tree) error {
-	var blocks []uint64
+	var blocks []Bytenr
 	var walk func(eb *ExtentBuffer) error
 	walk = func(eb *ExtentBuffer) error {
 		blocks = append(blocks, eb.bytenr)
@@ -369,7 +369,7 @@ func (e *Engine) ClaimLog(tr *Trans, t *Tree) error {
 	}
 	ns := uint64(e.geo.nodeSize)
 	for _, b := range blocks {
-		if err := e.alloc.claim(b, ns); err != nil {
+		if err := e.alloc.claim(uint64(b), ns); err != nil {
 			return fmt.Errorf("engine: log node %d: %w", b, err)
 		}
 	}

@@ -42,7 +42,7 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 	nodes := map[uint64]*ExtentBuffer{}
 	var ios []dev.IO
 	for i, id := range ids {
-		eb := newExtentBuffer(firstAllocatable+uint64(i*ns), alignedNode(ns), nil)
+		eb := newExtentBuffer(Bytenr(firstAllocatable+uint64(i*ns)), alignedNode(ns), nil)
 		eb.initHeader(fsid, gen, id, 0)
 		nodes[id] = eb
 	}
@@ -124,7 +124,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		dev: d, geo: newGeometry(int(sb.NodeSize)), fsid: sb.Fsid, log: log,
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
-		dirty: map[uint64]map[uint64]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
+		dirty: map[uint64]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
 		logs: map[journal.Transid]*logState{}, super: choice, readOnly: opts.ReadOnly,
 	}
 	e.logTree = newTree(e, LogTreeID)

@@ -116,7 +116,7 @@ func (t *Tree) dumpNode(w *bufio.Writer, eb *ExtentBuffer, level, depth int, o D
 	return nil
 }
 
-func dumpBytenr(bytenr uint64, o DumpOptions) string {
+func dumpBytenr(bytenr Bytenr, o DumpOptions) string {
 	if !o.Bytenrs {
 		return ""
 	}

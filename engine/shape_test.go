@@ -32,7 +32,7 @@ func TestTree_Shape_AfterEveryOp(t *testing.T) {
 				tree.rootLock.RLock()
 				root := tree.root
 				tree.rootLock.RUnlock()
-				e.checkNode(tree, root, true, MinKey, MaxKey, false, map[uint64]uint64{}, rep)
+				e.checkNode(tree, root, true, MinKey, MaxKey, false, map[Bytenr]uint64{}, rep)
 				if err := rep.Err(); err != nil {
 					t.Fatalf("after op %d: %v", op, err)
 				}

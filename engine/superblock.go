@@ -60,13 +60,13 @@ func slotOffset(seq uint64) uint64 {
 }
 
 func putRootRef(b []byte, r rootRef) {
-	le.PutUint64(b[0:], r.bytenr)
+	le.PutUint64(b[0:], uint64(r.bytenr))
 	b[8] = uint8(r.level)
 	le.PutUint64(b[16:], r.generation)
 }
 
 func getRootRef(b []byte) rootRef {
-	return rootRef{bytenr: le.Uint64(b[0:]), level: int(b[8]), generation: le.Uint64(b[16:])}
+	return rootRef{bytenr: Bytenr(le.Uint64(b[0:])), level: int(b[8]), generation: le.Uint64(b[16:])}
 }
 
 // encode writes the superblock into a 4096-byte buffer, checksum last.
@@ -198,7 +198,7 @@ func decodeSuperCopy(b []byte, off uint64) superCopy {
 func (sb *Superblock) check(off uint64) error {
 	ns := uint64(sb.NodeSize)
 	nodeOK := func(r rootRef) bool {
-		return r.bytenr >= firstAllocatable && r.bytenr%SectorSize == 0 && r.bytenr+ns <= sb.TotalBytes && r.level <= maxLevel
+		return r.bytenr >= firstAllocatable && r.bytenr%SectorSize == 0 && uint64(r.bytenr)+ns <= sb.TotalBytes && r.level <= maxLevel
 	}
 	switch {
 	case sb.Bytenr != off:

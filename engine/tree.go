@@ -51,7 +51,7 @@ type rootVersion struct {
 
 // rootRef is what a ROOT_ITEM holds.
 type rootRef struct {
-	bytenr     uint64
+	bytenr     Bytenr
 	level      int
 	generation uint64
 }

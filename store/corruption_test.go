@@ -284,7 +284,7 @@ func leafOf(t *testing.T, s *Store, id uint64, key engine.Key) (bytenr uint64, f
 	}
 	defer p.Release()
 	leaf, _ := p.Leaf()
-	return leaf.Bytenr(), leaf.Key(0), leaf.Key(leaf.ItemCount() - 1)
+	return uint64(leaf.Bytenr()), leaf.Key(0), leaf.Key(leaf.ItemCount() - 1)
 }
 
 // rootOf returns the bytenr and level of tree id's root node, from the
