@@ -281,26 +281,27 @@ func (e *Engine) Close(ctx context.Context) error {
 // before that loses nothing (the space was never recorded as used), and no
 // commit waits for the data I/O. The caller must UseData or UnreserveData
 // it.
-func (e *Engine) ReserveData(length uint64) (uint64, error) {
+func (e *Engine) ReserveData(length uint64) (Bytenr, error) {
 	if length == 0 || length%SectorSize != 0 {
 		return 0, fmt.Errorf("engine: data allocation of %d bytes: not a positive multiple of %d", length, SectorSize)
 	}
-	return e.alloc.reserveData(length)
+	start, err := e.alloc.reserveData(length)
+	return Bytenr(start), err
 }
 
 // UseData records reserved data space as allocated in transaction tr, whose
 // items now reference it.
-func (e *Engine) UseData(tr *Trans, start, length uint64) {
-	e.alloc.useData(tr.id, start, length)
+func (e *Engine) UseData(tr *Trans, start Bytenr, length uint64) {
+	e.alloc.useData(tr.id, uint64(start), length)
 }
 
 // UnreserveData gives reserved, unused data space back.
-func (e *Engine) UnreserveData(start, length uint64) error {
-	return e.alloc.unreserveData(start, length)
+func (e *Engine) UnreserveData(start Bytenr, length uint64) error {
+	return e.alloc.unreserveData(uint64(start), length)
 }
 
 // FreeData frees data space in transaction tr; it is reusable once tr is
 // durable.
-func (e *Engine) FreeData(tr *Trans, start, length uint64) {
-	e.alloc.free(tr.id, start, length)
+func (e *Engine) FreeData(tr *Trans, start Bytenr, length uint64) {
+	e.alloc.free(tr.id, uint64(start), length)
 }

@@ -161,10 +161,13 @@ const (
 type FileExtent struct {
 	Generation journal.Transid // transaction that wrote the data
 	Type       uint8
-	DiskBytenr uint64
+	DiskBytenr Bytenr
 	NumBytes   uint64
 	Data       []byte // inline only; aliases the decoded payload
 }
+
+// DiskEnd is the end of a regular extent's device range (exclusive).
+func (x FileExtent) DiskEnd() Bytenr { return x.DiskBytenr + Bytenr(x.NumBytes) }
 
 const fileExtentHeader = 8 + 1
 const fileExtentRegularSize = fileExtentHeader + 16
@@ -176,7 +179,7 @@ func (x *FileExtent) Encode(b []byte) []byte {
 	if x.Type == ExtentInline {
 		return append(b, x.Data...)
 	}
-	b = le.AppendUint64(b, x.DiskBytenr)
+	b = le.AppendUint64(b, uint64(x.DiskBytenr))
 	return le.AppendUint64(b, x.NumBytes)
 }
 
@@ -199,7 +202,7 @@ func DecodeFileExtent(b []byte) (FileExtent, error) {
 		if len(b) != fileExtentRegularSize {
 			return x, fmt.Errorf("%w: regular file extent item of %d bytes", ErrCorruption, len(b))
 		}
-		x.DiskBytenr = le.Uint64(b[9:])
+		x.DiskBytenr = Bytenr(le.Uint64(b[9:]))
 		x.NumBytes = le.Uint64(b[17:])
 		if x.NumBytes == 0 || x.NumBytes%SectorSize != 0 || x.DiskBytenr%SectorSize != 0 || x.DiskBytenr < firstAllocatable {
 			return x, fmt.Errorf("%w: file extent [%d, +%d)", ErrCorruption, x.DiskBytenr, x.NumBytes)

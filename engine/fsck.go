@@ -225,7 +225,7 @@ func (e *Engine) checkData(r *CheckReport) []dataRef {
 		case err != nil:
 			r.add("fs tree: item %v: %v", k, err)
 		case x.Type == ExtentRegular:
-			data = append(data, dataRef{extent{x.DiskBytenr, x.NumBytes}, k})
+			data = append(data, dataRef{extent{uint64(x.DiskBytenr), x.NumBytes}, k})
 		case k.Offset != 0:
 			r.add("fs tree: inline extent %v is not at offset 0", k)
 		}

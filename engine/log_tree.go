@@ -384,11 +384,11 @@ func (e *Engine) ClaimLog(tr *Trans, t *Tree) error {
 
 // ClaimData records data space that only the log references as allocated
 // in tr: the free space tree of the last commit counts it free.
-func (e *Engine) ClaimData(tr *Trans, start, length uint64) error {
-	if err := e.alloc.claim(start, length); err != nil {
+func (e *Engine) ClaimData(tr *Trans, start Bytenr, length uint64) error {
+	if err := e.alloc.claim(uint64(start), length); err != nil {
 		return fmt.Errorf("engine: logged data [%d, +%d): %w", start, length, err)
 	}
-	e.alloc.useData(tr.id, start, length)
+	e.alloc.useData(tr.id, uint64(start), length)
 	return nil
 }
 

@@ -263,13 +263,13 @@ func unionDisk(xs []Extent) []Extent {
 	sort.Slice(xs, func(i, j int) bool { return xs[i].Item.DiskBytenr < xs[j].Item.DiskBytenr })
 	var out []Extent
 	for _, x := range xs {
-		s, e := x.Item.DiskBytenr, x.Item.DiskBytenr+x.Item.NumBytes
-		if n := len(out); n > 0 && s <= out[n-1].Item.DiskBytenr+out[n-1].Item.NumBytes {
+		s, e := x.Item.DiskBytenr, x.Item.DiskEnd()
+		if n := len(out); n > 0 && s <= out[n-1].Item.DiskEnd() {
 			last := &out[n-1].Item
-			last.NumBytes = max(last.DiskBytenr+last.NumBytes, e) - last.DiskBytenr
+			last.NumBytes = uint64(max(last.DiskEnd(), e) - last.DiskBytenr)
 			continue
 		}
-		out = append(out, Extent{Item: engine.FileExtent{Type: engine.ExtentRegular, DiskBytenr: s, NumBytes: e - s}})
+		out = append(out, Extent{Item: engine.FileExtent{Type: engine.ExtentRegular, DiskBytenr: s, NumBytes: uint64(e - s)}})
 	}
 	return out
 }
@@ -281,7 +281,7 @@ func clipCsums(c csumRun, data []Extent) []csumRun {
 	end := c.start + uint64(len(c.sums)/engine.CsumSize)*bs
 	var out []csumRun
 	for _, x := range data {
-		s, e := max(c.start, x.Item.DiskBytenr), min(end, x.Item.DiskBytenr+x.Item.NumBytes)
+		s, e := max(c.start, uint64(x.Item.DiskBytenr)), min(end, uint64(x.Item.DiskEnd()))
 		if s >= e {
 			continue
 		}

@@ -47,6 +47,7 @@ func (s *Store) checkExtentFields(k engine.Key, x engine.FileExtent, committed j
 // extentOnDevice reports whether regular extent x is whole blocks inside
 // the device.
 func extentOnDevice(x engine.FileExtent, devSize uint64) bool {
-	return x.NumBytes > 0 && x.NumBytes%blockSize == 0 && x.DiskBytenr%blockSize == 0 &&
-		x.DiskBytenr < devSize && x.NumBytes <= devSize-x.DiskBytenr
+	disk := uint64(x.DiskBytenr)
+	return x.NumBytes > 0 && x.NumBytes%blockSize == 0 && disk%blockSize == 0 &&
+		disk < devSize && x.NumBytes <= devSize-disk
 }

@@ -80,7 +80,7 @@ func diskBlock(t *testing.T, s *Store, ino, b uint64) uint64 {
 			return false
 		}
 		if x.Type == engine.ExtentRegular && off < k.Offset+x.NumBytes {
-			found = x.DiskBytenr + off - k.Offset
+			found = uint64(x.DiskBytenr) + off - k.Offset
 			return false
 		}
 		return true

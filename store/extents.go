@@ -93,9 +93,9 @@ func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino, start, end uint64, kee
 			continue
 		}
 		cutS, cutE := max(f.off, start), min(f.end(), end)
-		disk := f.x.DiskBytenr + (cutS - f.off)
+		disk := uint64(f.x.DiskBytenr) + (cutS - f.off)
 		for _, x := range subtract(extent{disk, cutE - cutS}, keep) {
-			s.e.FreeData(tr, x.start, x.length)
+			s.e.FreeData(tr, engine.Bytenr(x.start), x.length)
 			if err := s.deleteCsums(tr, x.start, x.length); err != nil {
 				return freed, err
 			}
@@ -112,7 +112,7 @@ func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino, start, end uint64, kee
 		}
 		if f.end() > cutE {
 			right := f.x
-			right.DiskBytenr += cutE - f.off
+			right.DiskBytenr += engine.Bytenr(cutE - f.off)
 			right.NumBytes = f.end() - cutE
 			if err := s.fs.InsertItem(tr, extentKey(ino, cutE), right.Encode(nil)); err != nil {
 				return freed, err

@@ -284,7 +284,7 @@ func (s *Store) readBlocks(in *inode, first, count uint64, dst []byte) error {
 			continue
 		}
 		cutS, cutE := max(f.off, start), min(f.end(), end)
-		p := piece{disk: f.x.DiskBytenr + cutS - f.off, off: cutS - start, n: int((cutE - cutS) / blockSize)}
+		p := piece{disk: uint64(f.x.DiskBytenr) + cutS - f.off, off: cutS - start, n: int((cutE - cutS) / blockSize)}
 		if covered == p.off {
 			covered += uint64(p.n) * blockSize
 		}

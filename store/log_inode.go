@@ -242,12 +242,12 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
 		return err
 	}
 	for _, x := range regular {
-		cs, err := s.csumsIn(x.DiskBytenr, x.DiskBytenr+x.NumBytes)
+		cs, err := s.csumsIn(uint64(x.DiskBytenr), uint64(x.DiskEnd()))
 		if err != nil {
 			return err
 		}
 		for _, c := range cs {
-			start, end := max(c.start, x.DiskBytenr), min(c.end(), x.DiskBytenr+x.NumBytes)
+			start, end := max(c.start, uint64(x.DiskBytenr)), min(c.end(), uint64(x.DiskEnd()))
 			sums := c.slice(start, end)
 			// Usually new to the log: insert, and replace only if not.
 			err := w.Insert([]engine.Key{csumKey(start)}, [][]byte{sums})

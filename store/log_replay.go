@@ -195,7 +195,7 @@ func (r *replayer) ReplayFileRange(tr *engine.Trans, ino, start, end uint64, ext
 	var keep []extent
 	for _, x := range exts {
 		if x.Item.Type == engine.ExtentRegular {
-			keep = append(keep, extent{x.Item.DiskBytenr, x.Item.NumBytes})
+			keep = append(keep, extent{uint64(x.Item.DiskBytenr), x.Item.NumBytes})
 		}
 	}
 	if _, err := r.s.dropExtentsKeeping(tr, ino, start, end, keep); err != nil {

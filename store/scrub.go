@@ -167,7 +167,7 @@ func (s *Store) scrubExtents(ctx context.Context, batches chan<- []scrubPiece, e
 					return false
 				}
 				n := min(x.NumBytes-o, scrubPieceBytes)
-				batch = append(batch, scrubPiece{ino: k.ObjectID, off: k.Offset + o, disk: x.DiskBytenr + o, blocks: int(n / blockSize)})
+				batch = append(batch, scrubPiece{ino: k.ObjectID, off: k.Offset + o, disk: uint64(x.DiskBytenr) + o, blocks: int(n / blockSize)})
 				bytes += n
 			}
 			return true

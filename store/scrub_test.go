@@ -206,7 +206,7 @@ func TestStore_Check_ImpossibleFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.DiskBytenr = uint64(d.Size()) - blockSize
+		x.DiskBytenr = engine.Bytenr(uint64(d.Size()) - blockSize)
 		enc := x.Encode(nil)
 		tr, err := s.Engine().Start()
 		if err != nil {

@@ -210,7 +210,7 @@ func halveExtents(xs []newExtent) ([]newExtent, bool) {
 // newExtent is one run of blocks on its way to the device.
 type newExtent struct {
 	off, length uint64 // file range
-	disk        uint64
+	disk        engine.Bytenr
 	buf, sums   []byte
 }
 
@@ -275,7 +275,7 @@ func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64)
 		if err := s.fs.InsertItem(tr, extentKey(in.ino, x.off), fe.Encode(nil)); err != nil {
 			return s.e.Abort(err)
 		}
-		if err := s.csum.InsertItem(tr, csumKey(x.disk), x.sums); err != nil {
+		if err := s.csum.InsertItem(tr, csumKey(uint64(x.disk)), x.sums); err != nil {
 			return s.e.Abort(err)
 		}
 		added += x.length

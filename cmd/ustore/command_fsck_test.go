@@ -43,7 +43,7 @@ func firstDataBlock(t *testing.T, s *store.Store, ino uint64) uint64 {
 			return false
 		}
 		if x, err := engine.DecodeFileExtent(b); err == nil && x.Type == engine.ExtentRegular {
-			at = x.DiskBytenr
+			at = uint64(x.DiskBytenr)
 			return false
 		}
 		return true
