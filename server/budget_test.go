@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +69,26 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// vmRSS is the process's resident set (/proc/self/status VmRSS), in bytes.
+func vmRSS(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
 func heapMetric(name string) uint64 {
 	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
@@ -102,6 +125,7 @@ func TestServer_Budget_ReadFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := liveHeap()
+	rssBefore := vmRSS(t)
 
 	var conns []*rawConn
 	for range attackers {
@@ -132,6 +156,18 @@ func TestServer_Budget_ReadFlood(t *testing.T) {
 	if live > before+budgetBytes+slack {
 		t.Fatalf("live heap grew by %d MiB under the attack, more than the budget %d MiB + %d MiB",
 			(live-before)>>20, budgetBytes>>20, slack>>20)
+	}
+	// And the process's RSS: the heap may run up to twice what is live
+	// (GOGC=100) before a collection; the race detector's shadow memory
+	// multiplies it again. Without the budget it grew by over 600 MiB.
+	rssGrowthMax := uint64(2 * (budgetBytes + slack))
+	if raceEnabled {
+		rssGrowthMax *= 4
+	}
+	if rss := vmRSS(t); rss > rssBefore+rssGrowthMax {
+		t.Fatalf("RSS grew by %d MiB under the attack, more than %d MiB", (rss-rssBefore)>>20, rssGrowthMax>>20)
+	} else {
+		t.Logf("RSS %d MiB before, %d MiB under the attack (bound +%d MiB)", rssBefore>>20, rss>>20, rssGrowthMax>>20)
 	}
 
 	// The attackers leave without reading: their responses are dropped
