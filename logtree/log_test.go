@@ -3,37 +3,12 @@ package logtree
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"ustore/dev"
 	"ustore/dev/memdev"
 	"ustore/engine"
 )
-
-// stallDevice holds the first durable write (WriteDurable: a log sync's
-// nodes and superblock) issued after hold until release: a log sync
-// stopped before its superblock is durable.
-type stallDevice struct {
-	*memdev.Device
-	armed   atomic.Bool
-	stalled chan struct{} // closed when the write is held
-	release chan struct{}
-}
-
-func (d *stallDevice) hold() {
-	d.stalled, d.release = make(chan struct{}), make(chan struct{})
-	d.armed.Store(true)
-}
-
-func (d *stallDevice) WriteDurable(stages ...[]dev.IO) error {
-	if d.armed.CompareAndSwap(true, false) {
-		close(d.stalled)
-		<-d.release
-	}
-	return d.Device.WriteDurable(stages...)
-}
 
 // waitLimit bounds the waits for something that must happen: past it the
 // mechanism under test is missing, not slow.
@@ -48,7 +23,7 @@ const waitLimit = 30 * time.Second
 // under the mutex, the committer would block on it and the generation
 // would never show.
 func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
-	d := &stallDevice{Device: memdev.New(64 << 20)}
+	d := memdev.New(64 << 20)
 	if err := engine.Mkfs(d, engine.MkfsOptions{NodeSize: 4096}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +53,13 @@ func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
 	if got := l.LastLogCommit(); got >= c.Generation() {
 		t.Fatalf("before the sync: lastLogCommit %v, context's generation %v", got, c.Generation())
 	}
-	d.hold()
+	h := d.HoldNext(memdev.HoldWriteDurable) // the log sync, before its superblock is durable
 	synced := make(chan error, 1)
 	go func() { synced <- l.Sync(context.Background(), c) }()
-	<-d.stalled
+	<-h.Held()
 
 	l.mu.Lock()
-	close(d.release)
+	h.Release()
 	seen := make(chan engine.LogGen, 1)
 	go func() {
 		deadline := time.Now().Add(waitLimit)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -449,28 +448,6 @@ func TestENOSPC_SmallFilesBuffered(t *testing.T) {
 	closeCheck(t, s)
 }
 
-// stallDevice holds the first data write issued after hold until release:
-// a writeback stopped after it allocated its blocks, before it maps them.
-type stallDevice struct {
-	*memdev.Device
-	armed   atomic.Bool
-	stalled chan struct{} // closed when the write is held
-	release chan struct{}
-}
-
-func (d *stallDevice) hold() {
-	d.stalled, d.release = make(chan struct{}), make(chan struct{})
-	d.armed.Store(true)
-}
-
-func (d *stallDevice) Write(ios []dev.IO) error {
-	if d.armed.CompareAndSwap(true, false) {
-		close(d.stalled)
-		<-d.release
-	}
-	return d.Device.Write(ios)
-}
-
 // TestENOSPC_WaitsForWriteback: while a writeback is in progress, its
 // pages hold their reservations and the blocks it allocated for them, so
 // the device looks fuller than it is. A write that fits once the writeback
@@ -478,7 +455,7 @@ func (d *stallDevice) Write(ios []dev.IO) error {
 // about once in 25 runs under -race when the flusher happened to be
 // writing back while it refilled the room an unlink made.)
 func TestENOSPC_WaitsForWriteback(t *testing.T) {
-	d := &stallDevice{Device: newTestDevice(t, 24<<20)}
+	d := newTestDevice(t, 24<<20)
 	// A budget far above what the test buffers, and a background
 	// threshold above it too: only the fsync below writes back.
 	opts := Options{DirtyBytes: 64 << 20, DirtyBackgroundBytes: 64 << 20}
@@ -513,10 +490,10 @@ func TestENOSPC_WaitsForWriteback(t *testing.T) {
 	if q < 64 {
 		t.Fatalf("setup: %d bytes available leave room for %d pages", avail, q)
 	}
-	d.hold()
+	h := d.HoldNext(memdev.HoldWrite) // a writeback's data, after it allocated its blocks
 	fsynced := make(chan error, 1)
 	go func() { fsynced <- s.Fsync(ctx, m.inos["a"], false) }()
-	<-d.stalled
+	<-h.Held()
 
 	// b: q pages fit beside a's reservations, but not beside them and
 	// a's allocated blocks too.
@@ -527,13 +504,13 @@ func TestENOSPC_WaitsForWriteback(t *testing.T) {
 	}()
 	select {
 	case err := <-wrote:
-		close(d.release) // for the deferred closeCheck
+		h.Release() // for the deferred closeCheck
 		<-fsynced
 		t.Fatalf("write of %d pages during a stalled writeback ended before it (space waits %d): %v",
 			q, s.Stats().SpaceWaits, err)
 	case <-waitFor(func() bool { return s.Stats().SpaceWaits > 0 }):
 	}
-	close(d.release)
+	h.Release()
 	if err := <-fsynced; err != nil {
 		t.Fatalf("fsync: %v", err)
 	}

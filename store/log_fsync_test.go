@@ -3,38 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"ustore/dev"
 	"ustore/dev/memdev"
 	"ustore/engine"
 	"ustore/logtree"
 )
-
-// logSyncStall holds the first durable write (WriteDurable: a log sync's
-// nodes and superblock, or a commit's) issued after hold until release.
-// Buffered data goes through Write and is never held.
-type logSyncStall struct {
-	*memdev.Device
-	armed   atomic.Bool
-	stalled chan struct{} // closed when the write is held
-	release chan struct{}
-}
-
-func (d *logSyncStall) hold() {
-	d.stalled, d.release = make(chan struct{}), make(chan struct{})
-	d.armed.Store(true)
-}
-
-func (d *logSyncStall) WriteDurable(stages ...[]dev.IO) error {
-	if d.armed.CompareAndSwap(true, false) {
-		close(d.stalled)
-		<-d.release
-	}
-	return d.Device.WriteDurable(stages...)
-}
 
 // waitLimit bounds a wait for something that must happen: past it the
 // mechanism under test is missing, not slow.
@@ -57,7 +32,7 @@ type queuedRelogs struct {
 // have logged, the device is released.
 func queueRelogs(t *testing.T, n int, opts Options) queuedRelogs {
 	t.Helper()
-	d := &logSyncStall{Device: newTestDevice(t, 64<<20)}
+	d := newTestDevice(t, 64<<20)
 	opts.CommitInterval = 5 * time.Minute
 	s := openTest(t, d, opts)
 	defer closeCheck(t, s)
@@ -92,10 +67,10 @@ func queueRelogs(t *testing.T, n int, opts Options) queuedRelogs {
 	}
 
 	var q queuedRelogs
-	d.hold()
+	h := d.HoldNext(memdev.HoldWriteDurable) // the first log sync
 	first := make(chan error, 1)
 	go func() { first <- chmodFsync(inos[0]) }()
-	<-d.stalled
+	<-h.Held()
 	q.held, q.treeHeld = s.LogStats()
 	errs := make(chan error, n)
 	for _, ino := range inos[1:] {
@@ -113,7 +88,7 @@ func queueRelogs(t *testing.T, n int, opts Options) queuedRelogs {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(d.release)
+	h.Release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}

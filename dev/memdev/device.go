@@ -40,6 +40,7 @@ type Device struct {
 	history  []record         // every operation since origin, in Seq order
 	counts   [opKindCount]int // operations of each kind since New: fault targets count on it
 	faults   []fault          // armed faults, oldest first
+	holds    holds            // armed Holds (HoldNext); not guarded by mu
 }
 
 // New returns an empty (zero-filled) device of size bytes. size must be a
@@ -95,6 +96,13 @@ func (d *Device) Read(ios []dev.IO) error {
 // Write stores each IO's data in the volatile image and records it as
 // unflushed. A write failed by a fault changes nothing (Invariant 4).
 func (d *Device) Write(ios []dev.IO) error {
+	d.wait(HoldWrite)
+	return d.write(ios)
+}
+
+// write is Write without its Hold: WriteDurable's stages are not Writes
+// a test holds with HoldWrite.
+func (d *Device) write(ios []dev.IO) error {
 	// Copy outside the lock, so that large writes do not serialize their
 	// copies: the copies become the stored sectors, shared and immutable
 	// from here on (Invariant 1). A rejected batch wastes its copies.
@@ -146,8 +154,9 @@ func (d *Device) Flush() error {
 // WriteDurable writes each stage and flushes after it, stopping at the first
 // error: a stage after a failed write or flush is never written.
 func (d *Device) WriteDurable(stages ...[]dev.IO) error {
+	d.wait(HoldWriteDurable)
 	for _, stage := range stages {
-		if err := d.Write(stage); err != nil {
+		if err := d.write(stage); err != nil {
 			return err
 		}
 		if err := d.Flush(); err != nil {
