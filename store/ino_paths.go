@@ -21,36 +21,14 @@ func (s *Store) pathsOf(ino uint64) ([]string, error) {
 	if ino == RootIno {
 		return []string{"/"}, nil
 	}
-	type ref struct {
-		parent uint64
-		name   string
-	}
-	var refs []ref
-	var derr error
-	err := s.fs.Iterate(engine.Key{ObjectID: ino, Type: engine.TypeInodeRef}, func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
-			return false
-		}
-		es, err := engine.DecodeDirEntries(b)
-		if err != nil {
-			derr = err
-			return false
-		}
-		for _, e := range es {
-			refs = append(refs, ref{k.Offset, string(e.Name)})
-		}
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
+	refs, err := s.inodeRefs(ino)
 	var out []string
 	for _, r := range refs {
-		dir, derr := s.dirPath(r.parent)
+		dir, derr := s.dirPath(r.Child)
 		if derr != nil && err == nil {
 			err = derr
 		}
-		out = append(out, path.Join(dir, r.name))
+		out = append(out, path.Join(dir, string(r.Name)))
 	}
 	slices.Sort(out)
 	return out, err

@@ -123,35 +123,9 @@ func (r *replayer) addName(tr *engine.Trans, dir uint64, e engine.DirEntry) erro
 	return r.s.appendEntry(tr, refKey(e.Child, dir), engine.DirEntry{Child: dir, Index: e.Index, Name: e.Name})
 }
 
-// namesOf returns ino's names as INODE_REF entries (Child: the parent).
-func (r *replayer) namesOf(ino uint64) ([]engine.DirEntry, error) {
-	var out []engine.DirEntry
-	var derr error
-	err := r.s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
-			return false
-		}
-		es, err := engine.DecodeDirEntries(b)
-		if err != nil {
-			derr = err
-			return false
-		}
-		for _, e := range es {
-			e.Name = slices.Clone(e.Name)
-			e.Child = k.Offset
-			out = append(out, e)
-		}
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	return out, err
-}
-
 func (r *replayer) ReplayNames(tr *engine.Trans, ino uint64, refs []engine.DirEntry) error {
 	r.touch(ino)
-	have, err := r.namesOf(ino)
+	have, err := r.s.inodeRefs(ino)
 	if err != nil {
 		return err
 	}
@@ -255,7 +229,7 @@ func (r *replayer) fixup(tr *engine.Trans, ino uint64) error {
 	if err != nil {
 		return err
 	}
-	names, err := r.namesOf(ino)
+	names, err := r.s.inodeRefs(ino)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"strings"
 	"syscall"
 
@@ -21,4 +22,31 @@ func checkName(name string) error {
 		return syscall.EINVAL
 	}
 	return nil
+}
+
+// inodeRefs returns ino's names, from its INODE_REF items, as entries
+// whose Child is the parent directory (names copied out of the leaf).
+func (s *Store) inodeRefs(ino uint64) ([]engine.DirEntry, error) {
+	var out []engine.DirEntry
+	var derr error
+	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
+		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+			return false
+		}
+		es, err := engine.DecodeDirEntries(b)
+		if err != nil {
+			derr = err
+			return false
+		}
+		for _, e := range es {
+			e.Name = slices.Clone(e.Name)
+			e.Child = k.Offset
+			out = append(out, e)
+		}
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
 }
