@@ -373,6 +373,12 @@ func (s *Store) logDirRangesFresh(w *logtree.Writer, tid journal.Transid, dir ui
 	if err := w.Insert(rkeys, ritems); err != nil {
 		return err
 	}
+	return s.logDirEntries(w, tid, dir, rs)
+}
+
+// logDirEntries copies dir's entries in the ranges rs into the log, in
+// batches, then logs that each child they name exists.
+func (s *Store) logDirEntries(w *logtree.Writer, tid journal.Transid, dir uint64, rs []rng) error {
 	b := entryBatch{w: w}
 	for _, r := range rs {
 		if err := s.copyEntries(&b, dir, r.start, r.end); err != nil {
@@ -469,19 +475,7 @@ func (s *Store) logDirRange(w *logtree.Writer, tid journal.Transid, dir, lo, hi 
 	if err := w.Set(logtree.DirRangeKey(dir, lo), logtree.EncodeEnd(hi)); err != nil {
 		return err
 	}
-	b := entryBatch{w: w}
-	if err := s.copyEntries(&b, dir, lo, hi); err != nil {
-		return err
-	}
-	if err := b.flush(); err != nil {
-		return err
-	}
-	for _, c := range b.children {
-		if err := s.logExists(w, tid, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.logDirEntries(w, tid, dir, []rng{{start: lo, end: hi}})
 }
 
 // logExists logs the item of child, an entry's inode, if it was created
