@@ -20,7 +20,7 @@ import (
 type Collector struct {
 	p *Probes
 
-	lockWait, phase, uring, klock, events *prometheus.Desc
+	lockWait, phase, uring, klock, offcpu, events *prometheus.Desc
 }
 
 // NewCollector returns the collector of p's histograms. Once p is closed it
@@ -40,6 +40,9 @@ func NewCollector(p *Probes) *Collector {
 		klock: prometheus.NewDesc("ustore_ebpf_kernel_lock_wait_seconds",
 			"Kernel lock contention of this process's threads (tp_btf lock:contention_begin/end), by contention flags.",
 			[]string{"flags"}, nil),
+		offcpu: prometheus.NewDesc("ustore_ebpf_reactor_offcpu_seconds",
+			"Off-CPU time of the io_uring reactor threads (tp_btf sched_switch), by reason: wait (slept: idle, or waiting for the device) or preempted (runnable, waiting for a CPU).",
+			[]string{"reason"}, nil),
 		events: prometheus.NewDesc("ustore_ebpf_lock_wait_events_total",
 			"Lock waits over the threshold read from the ring buffer, by what became of them.",
 			[]string{"outcome"}, nil),
@@ -48,7 +51,7 @@ func NewCollector(p *Probes) *Collector {
 
 // Describe sends the descriptors.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lockWait, c.phase, c.uring, c.klock, c.events} {
+	for _, d := range []*prometheus.Desc{c.lockWait, c.phase, c.uring, c.klock, c.offcpu, c.events} {
 		ch <- d
 	}
 }
@@ -78,6 +81,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if hs, err := c.p.KernelLocks(); err == nil {
 		for flags, h := range hs {
 			ch <- constHistogram(c.klock, h, ContentionFlags(flags))
+		}
+	}
+	if hs, err := c.p.ReactorOffCPU(); err == nil {
+		for reason, h := range hs {
+			ch <- constHistogram(c.offcpu, h, OffCPUReason(reason))
 		}
 	}
 	if s, err := c.p.Stats(); err == nil {

@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"log/slog"
+	"strconv"
 	"time"
 )
 
@@ -17,10 +18,13 @@ const (
 	// FeatureKernelLocks: tp_btf lock:contention_begin/end of this
 	// process's threads.
 	FeatureKernelLocks = "kernel_locks"
+	// FeatureOffCPU: tp_btf sched_switch, off-CPU time of the io_uring
+	// reactor threads (trace.ReactorThreads), waiting or preempted.
+	FeatureOffCPU = "offcpu"
 )
 
 // Features lists every feature in the order Attach tries them.
-var Features = []string{FeatureMarkers, FeatureUring, FeatureKernelLocks}
+var Features = []string{FeatureMarkers, FeatureUring, FeatureKernelLocks, FeatureOffCPU}
 
 // DefaultWaitThreshold is the wait at or above which a lock wait is also
 // reported one by one (ring buffer → span event), not only counted.
@@ -75,3 +79,25 @@ const (
 	JoinedSpanEvent = "span_event" // a lock.wait event on the live request span
 	JoinedChildSpan = "child_span" // the span had ended: a lock.wait child span
 )
+
+// Why a reactor thread was off its CPU (the class of ReactorOffCPU's
+// histograms; bpf/offcpu.bpf.c's REASON_*).
+const (
+	// OffCPUWait: it slept — in io_uring_enter waiting for completions or
+	// for work, or on a futex. Idle time, or the device's latency.
+	OffCPUWait = 0
+	// OffCPUPreempted: it was runnable and waited for a CPU. This delays
+	// submissions and completions: the time a busy machine adds to I/O.
+	OffCPUPreempted = 1
+)
+
+// OffCPUReason names a reason: "wait", "preempted", "reason<n>".
+func OffCPUReason(r uint32) string {
+	switch r {
+	case OffCPUWait:
+		return "wait"
+	case OffCPUPreempted:
+		return "preempted"
+	}
+	return "reason" + strconv.Itoa(int(r))
+}

@@ -13,6 +13,7 @@
 //	markers       ustore_marker, uprobe.multi, 4 cookies  trace.LockWaitBegin/End, trace.PhaseBegin/End
 //	io_uring      uring_submit, uring_complete (tp_btf)   io_uring_submit_req, io_uring_complete
 //	kernel_locks  klock_begin, klock_end (tp_btf)         lock:contention_begin, contention_end
+//	offcpu        offcpu_switch (tp_btf)                  sched_switch, for trace.ReactorThreads
 //
 // Each feature loads and attaches on its own, so one the kernel refuses
 // does not keep the others off; Attach fails only when none attached.
@@ -51,6 +52,12 @@
 //     it held before (TestProbes_Close_LeavesNothing).
 //  5. The Collector's histograms have trace.DurationBounds' boundaries and
 //     the BPF counts (TestCollector_Gather_LockWaitHistogram).
-//  6. Only this package imports cilium/ebpf (internal/lint
+//  6. The reactor threads' off-CPU histograms count exactly the context
+//     switches the kernel counts for those threads (nvcsw + nivcsw), and
+//     no other thread's (TestProbes_OffCPU_CountsReactorSwitches); a
+//     thread keeps its slot in the BPF set while it lives, so a ring
+//     opening or closing never mixes two threads' off-CPU starts
+//     (TestReactorSet_KeepsSlots).
+//  7. Only this package imports cilium/ebpf (internal/lint
 //     TestImports_OwnedModules).
 package ebpf

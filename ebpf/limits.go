@@ -31,4 +31,10 @@ const (
 	klockStartsMax = 4096
 	// klockHistMax bounds kernel lock histogram entries: 65 × flag sets.
 	klockHistMax = 1024
+	// reactorsMax is the number of reactor threads measured (reactors'
+	// slots, offcpu_starts): one per ring, and a server has one ring per
+	// device.
+	reactorsMax = 8
+	// offcpuHistMax bounds off-CPU histogram entries: 65 × 2 reasons.
+	offcpuHistMax = 256
 )

@@ -20,6 +20,7 @@ func TestLimits_MatchObjects(t *testing.T) {
 			"phase_starts": phaseStartsMax, "phase_hist": phaseHistMax, "events": eventsBytes}},
 		{loadUring, map[string]uint32{"uring_starts": uringStartsMax, "uring_hist": uringHistMax}},
 		{loadKlock, map[string]uint32{"klock_starts": klockStartsMax, "klock_hist": klockHistMax}},
+		{loadOffcpu, map[string]uint32{"offcpu_starts": reactorsMax, "offcpu_hist": offcpuHistMax}},
 	} {
 		spec, err := c.load()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +38,10 @@ type Probes struct {
 	markers *markersObjects
 	uring   *uringObjects
 	klock   *klockObjects
+	offcpu  *offcpuObjects
 	links   []link.Link
+
+	stopWatch func() // stops watching trace's reactor threads (FeatureOffCPU)
 
 	reader *ringbuf.Reader
 	done   chan struct{} // closed when the reader goroutine returned
@@ -76,6 +80,8 @@ func Attach(cfg Config) (*Probes, error) {
 			err = p.attachUring()
 		case FeatureKernelLocks:
 			err = p.attachKernelLocks()
+		case FeatureOffCPU:
+			err = p.attachOffCPU()
 		}
 		if err != nil {
 			p.failed[f] = err
@@ -214,6 +220,66 @@ func (p *Probes) attachKernelLocks() error {
 	return nil
 }
 
+func (p *Probes) attachOffCPU() error {
+	spec, err := loadOffcpu()
+	if err != nil {
+		return err
+	}
+	objs := new(offcpuObjects)
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
+		return fmt.Errorf("ebpf: load sched_switch program: %w", err)
+	}
+	// The set is copied in before the program runs and on every change:
+	// a ring opened or closed later is measured from then on.
+	var set offcpuReactorSet
+	var setErr error
+	stop := trace.WatchReactorThreads(func(tids []int) {
+		set = reactorSet(set, tids)
+		if err := objs.Reactors.Put(uint32(0), set); err != nil && setErr == nil {
+			setErr = err
+		}
+	})
+	if setErr != nil {
+		stop()
+		objs.Close()
+		return fmt.Errorf("ebpf: set reactor threads: %w", setErr)
+	}
+	links, err := attachTracing(objs.OffcpuSwitch)
+	if err != nil {
+		stop()
+		objs.Close()
+		return err
+	}
+	p.offcpu, p.stopWatch = objs, stop
+	p.links = append(p.links, links...)
+	return nil
+}
+
+// reactorSet is the BPF side's copy of the reactor threads, made from
+// the previous one and trace's list: a thread keeps its slot while it
+// stays (moving it would orphan its off-CPU start, kept per slot), a
+// thread gone frees its slot (0), a new one takes the first free slot.
+// Past reactorsMax threads (more rings than a server has) the rest go
+// unmeasured.
+func reactorSet(prev offcpuReactorSet, tids []int) offcpuReactorSet {
+	var _ [reactorsMax]uint32 = prev.Tids // the C's REACTORS_MAX
+	next := prev
+	for i, tid := range next.Tids {
+		if tid != 0 && !slices.Contains(tids, int(tid)) {
+			next.Tids[i] = 0
+		}
+	}
+	for _, tid := range tids {
+		if slices.Contains(next.Tids[:], uint32(tid)) {
+			continue
+		}
+		if i := slices.Index(next.Tids[:], 0); i >= 0 {
+			next.Tids[i] = uint32(tid)
+		}
+	}
+	return next
+}
+
 // attachTracing attaches tp_btf programs, all or none.
 func attachTracing(progs ...*ebpf.Program) ([]link.Link, error) {
 	var links []link.Link
@@ -241,6 +307,9 @@ func (p *Probes) Close() error {
 	}
 	p.closed = true
 	var errs []error
+	if p.stopWatch != nil {
+		p.stopWatch()
+	}
 	for _, l := range p.links {
 		errs = append(errs, l.Close())
 	}
@@ -256,6 +325,9 @@ func (p *Probes) Close() error {
 	}
 	if p.klock != nil {
 		errs = append(errs, p.klock.Close())
+	}
+	if p.offcpu != nil {
+		errs = append(errs, p.offcpu.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -32,6 +32,13 @@ func (p *Probes) KernelLocks() (map[uint32]Hist, error) {
 	return p.read(func() *ebpf.Map { return mapOf(p.klock != nil, func() *ebpf.Map { return p.klock.KlockHist }) })
 }
 
+// ReactorOffCPU returns the off-CPU histograms of the io_uring reactor
+// threads by reason (OffCPUWait, OffCPUPreempted); empty when
+// FeatureOffCPU is off.
+func (p *Probes) ReactorOffCPU() (map[uint32]Hist, error) {
+	return p.read(func() *ebpf.Map { return mapOf(p.offcpu != nil, func() *ebpf.Map { return p.offcpu.OffcpuHist }) })
+}
+
 // InflightWaits is the number of lock waits begun and not yet ended, as
 // BPF tracks them: 0 whenever no lock is being waited for.
 func (p *Probes) InflightWaits() (int, error) {

@@ -34,6 +34,10 @@ func (r *Ring) reactor(started chan<- error) {
 	// goroutine must own its thread from before setup until after teardown.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// eBPF measures this thread's off-CPU time (ebpf/bpf/offcpu.bpf.c)
+	// while the reactor runs: unregistered before Close returns.
+	unregister := trace.AddReactorThread(unix.Gettid())
+	defer unregister()
 	k, err := openKernelRing(r.cfg)
 	if err != nil {
 		started <- err
@@ -76,6 +80,7 @@ func (r *Ring) reactor(started chan<- error) {
 		r.release(rs)
 	}
 	r.teardown(rs)
+	unregister()
 	close(r.exited)
 }
 

@@ -116,4 +116,12 @@
 // long wait, and AddLockWait finds the span by that key (kept findable
 // for 10 s after the request ended). Off, Bind and CurrentSpanKey cost one
 // atomic load.
+//
+// # Reactor threads
+//
+// Each io_uring reactor runs on an OS thread of its own (ring/), and the
+// eBPF loader measures those threads' off-CPU time from sched_switch,
+// which names threads, not goroutines. ring/ registers its reactor's
+// thread id (AddReactorThread) while the reactor runs, and unregisters it
+// before Close returns; the loader follows the set (WatchReactorThreads).
 package trace

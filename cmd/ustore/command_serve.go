@@ -241,7 +241,7 @@ log, so without the files fsynced after it (a warning says so).`,
 	f.BoolVar(&cfg.SkipLogReplay, "skip-log-replay", false, "with --read-only: serve the last commit of a device whose fsync log cannot be replayed, without the log's fsyncs")
 	f.StringVar(&cfg.EBPF, "ebpf", ebpfAuto, "eBPF probes (lock waits, commit phases, io_uring, kernel locks): auto (attach what the kernel and privileges allow), on (fail unless all attach), off")
 	f.DurationVar(&cfg.EBPFThreshold, "ebpf-wait-threshold", time.Millisecond, "lock waits at least this long become span events on the waiting request's span (with --ebpf)")
-	f.StringSliceVar(&cfg.EBPFFeatures, "ebpf-features", nil, "attach only these eBPF features: markers, io_uring, kernel_locks (default all)")
+	f.StringSliceVar(&cfg.EBPFFeatures, "ebpf-features", nil, "attach only these eBPF features: markers, io_uring, kernel_locks, offcpu (default all)")
 	addAblationFlags(c, &cfg.Ablations)
 	return c
 }

@@ -36,7 +36,7 @@ func TestCommand_Serve_EBPFOn_Metrics(t *testing.T) {
 	p := startServe(t, bin, "--device", filepath.Join(dir, "d.img"), "--size", "256M", "--socket", sock,
 		"--backend", "io_uring", "--metrics-addr", "127.0.0.1:0", "--commit-interval", "5m", "--ebpf", "on")
 	p.waitLog(t, "ebpf on")
-	p.waitLog(t, "attached=markers,io_uring,kernel_locks")
+	p.waitLog(t, "attached=markers,io_uring,kernel_locks,offcpu")
 	url := p.metricsURL(t)
 	before := traceScrape(t, url)
 
@@ -83,6 +83,10 @@ func TestCommand_Serve_EBPFOn_Metrics(t *testing.T) {
 	}
 	if uring == 0 {
 		t.Errorf("no io_uring operation counted by BPF on the io_uring backend")
+	}
+	// The reactor slept between the requests: its off-CPU time is there.
+	if after[`ustore_ebpf_reactor_offcpu_seconds_count{reason="wait"}`] == 0 {
+		t.Errorf("no off-CPU wait of the io_uring reactor counted")
 	}
 	p.stop(t)
 	if !strings.Contains(p.stderr.String(), "ebpf detached") {

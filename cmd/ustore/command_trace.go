@@ -122,6 +122,7 @@ func printTraceView(out io.Writer, prev, cur *traceSnapshot, top int, url string
 	printBlock(out, "COMMIT PHASES AND LOG SYNCS", "phase", cur.Phases, prev.Phases, dt)
 	printBlock(out, "IO_URING (submit to completion, kernel)", "op", cur.IOUring, prev.IOUring, dt)
 	printBlock(out, "KERNEL LOCK CONTENTION", "flags", cur.KernelLocks, prev.KernelLocks, dt)
+	printBlock(out, "IO_URING REACTOR OFF-CPU (wait: slept; preempted: runnable, no CPU)", "reason", cur.OffCPU, prev.OffCPU, dt)
 	fmt.Fprintf(out, "long lock waits: %.0f span events, %.0f child spans, %.0f without span, %.0f lost\n\n",
 		cur.Events["span_event"], cur.Events["child_span"], cur.Events["no_span"], cur.Events["lost"])
 }

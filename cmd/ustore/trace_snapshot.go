@@ -36,10 +36,11 @@ type traceRow struct {
 // traceSnapshot is one scrape's eBPF view.
 type traceSnapshot struct {
 	Time        time.Time          `json:"time"`
-	LockWaits   []traceRow         `json:"lock_waits"`   // by total wait, largest first
-	Phases      []traceRow         `json:"phases"`       // commit phases, commit, log_sync
-	IOUring     []traceRow         `json:"io_uring"`     // by opcode
-	KernelLocks []traceRow         `json:"kernel_locks"` // by contention flags
+	LockWaits   []traceRow         `json:"lock_waits"`     // by total wait, largest first
+	Phases      []traceRow         `json:"phases"`         // commit phases, commit, log_sync
+	IOUring     []traceRow         `json:"io_uring"`       // by opcode
+	KernelLocks []traceRow         `json:"kernel_locks"`   // by contention flags
+	OffCPU      []traceRow         `json:"reactor_offcpu"` // reactor threads' off-CPU time by reason
 	Events      map[string]float64 `json:"lock_wait_events"`
 }
 
@@ -79,6 +80,8 @@ func scrapeTrace(ctx context.Context, url string) (*traceSnapshot, error) {
 			s.IOUring = histRows(mf, "op")
 		case "ustore_ebpf_kernel_lock_wait_seconds":
 			s.KernelLocks = histRows(mf, "flags")
+		case "ustore_ebpf_reactor_offcpu_seconds":
+			s.OffCPU = histRows(mf, "reason")
 		case "ustore_ebpf_lock_wait_events_total":
 			for _, m := range mf.GetMetric() {
 				s.Events[label(m, "outcome")] = m.GetCounter().GetValue()
@@ -92,6 +95,7 @@ func scrapeTrace(ctx context.Context, url string) (*traceSnapshot, error) {
 	sortByName(s.Phases)
 	sortByName(s.IOUring)
 	sortByName(s.KernelLocks)
+	sortByName(s.OffCPU)
 	return s, nil
 }
 

@@ -55,4 +55,9 @@ struct io_kiocb {
 	struct io_cqe cqe;
 } __attribute__((preserve_access_index));
 
+/* sched_switch reads only the thread ids. */
+struct task_struct {
+	int pid;
+} __attribute__((preserve_access_index));
+
 #endif
