@@ -3,14 +3,21 @@
 # fsync-randwrite at 8 jobs (write IOPS, fsync p99) and `bench service` stat
 # at 1 client, depth 1 (ops/s, p99), on a fresh server per run, the two modes
 # alternated (off,on then on,off, ...) so that drift on a shared machine hits
-# both alike; the medians of ROUNDS runs each. Needs root (BPF).
+# both alike. It reports the medians of ROUNDS runs each, the median of the
+# per-round on/off ratios (the pairs ran back to back), and the server's CPU
+# time per write in each mode. Then one more `on` run with the kernel's BPF
+# statistics on (kernel.bpf_stats_enabled, which itself slows every program
+# a little, so that run is not among the throughput figures) says how much
+# CPU each BPF program took. Needs root (BPF), jq, bpftool.
 #
 # Usage: sudo bench/ebpf-overhead.sh               (3 rounds; ≈ 1.5 min)
 #        ROUNDS=5 FSYNC_DURATION=10s bench/ebpf-overhead.sh
 #        FEATURES=io_uring bench/ebpf-overhead.sh  (on: only these features, as serve --ebpf-features)
 #
 # Results go to OUT (default bench/out/ebpf-overhead-<time>): one JSON per
-# run (<round>-<mode>-fsync.json, -stat.json), serve logs, summary.txt.
+# run (<round>-<mode>-fsync.json, -stat.json), the server's CPU ticks per
+# fsync run (<round>-<mode>-cpu), serve logs, bpf-prog-time.txt,
+# summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,12 +40,27 @@ run_one() { # round mode
 		>"$OUT/$round-$mode-serve.log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+	local t0 t1
+	t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	[ "$round" = stats ] && bpf_progs "$pid" >"$WORK/progs-before.json" && date +%s%N >"$WORK/t0"
 	bin/ustore bench fsync-randwrite --socket "$sock" --jobs 8 --duration "$FSYNC_DURATION" \
 		--file-size 16M --json --progress never >"$OUT/$round-$mode-fsync.json"
+	[ "$round" = stats ] && date +%s%N >"$WORK/t1" && bpf_progs "$pid" >"$WORK/progs-after.json"
+	t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	echo $((t1 - t0)) >"$OUT/$round-$mode-cpu"
 	bin/ustore bench service --socket "$sock" --op stat --clients 1 --depth 1 --systems service \
 		--duration "$STAT_DURATION" --json --progress never >"$OUT/$round-$mode-stat.json"
 	kill -TERM "$pid"
 	wait "$pid" || true
+}
+
+# bpf_progs PID lists the BPF programs process PID holds (the prog_id of
+# its descriptors' fdinfo), with their run counts and times (bpftool leaves
+# out counts that are 0).
+bpf_progs() {
+	local ids
+	ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un | jq -sc .)
+	bpftool prog show --json | jq -c --argjson ids "$ids" '[.[] | select(.id as $i | $ids | index($i)) | {id, name, run_cnt, run_time_ns}]'
 }
 
 for round in $(seq "$ROUNDS"); do
@@ -49,16 +71,45 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 
+# One more `on` run with BPF statistics, for each program's CPU time.
+echo "stats run: --ebpf on with kernel.bpf_stats_enabled=1" >&2
+stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+run_one stats on
+sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+wall_ns=$(($(cat "$WORK/t1") - $(cat "$WORK/t0")))
+jq -r --slurpfile b "$WORK/progs-before.json" --argjson cpus "$(nproc)" --argjson wall "$wall_ns" '
+	. as $a | ($b[0] | map({(.id | tostring): .}) | add) as $before |
+	$a[] | ((.run_cnt // 0) - ($before[.id | tostring].run_cnt // 0)) as $n | ((.run_time_ns // 0) - ($before[.id | tostring].run_time_ns // 0)) as $ns |
+	"  \(.name)\t\($n) runs\t\($ns / 1e6 * 10 | floor / 10) ms\t\(if $n > 0 then ($ns / $n | floor) else 0 end) ns/run\t\($ns / ($wall * $cpus) * 100 * 100 | floor / 100) % of \($cpus) CPUs"
+' "$WORK/progs-after.json" >"$OUT/bpf-prog-time.txt"
+
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 {
 	echo "ebpf overhead: $ROUNDS rounds, fsync-randwrite 8 jobs $FSYNC_DURATION, stat 1x1 $STAT_DURATION; $(nproc) CPUs, $(uname -r)"
 	printf "%-5s %16s %16s %14s %14s\n" mode write_iops fsync_p99_us stat_ops_s stat_p99_us
 	for mode in off on; do
-		iops=$(cat "$OUT"/*-"$mode"-fsync.json | jq -r '.results[0].write_iops' | median)
-		fp99=$(cat "$OUT"/*-"$mode"-fsync.json | jq -r '.results[0].fsync.p99_us' | median)
+		iops=$(cat "$OUT"/[0-9]*-"$mode"-fsync.json | jq -r '.results[0].write_iops' | median)
+		fp99=$(cat "$OUT"/[0-9]*-"$mode"-fsync.json | jq -r '.results[0].fsync.p99_us' | median)
 		ops=$(cat "$OUT"/*-"$mode"-stat.json | jq -r '.results[0].ops_per_sec' | median)
 		sp99=$(cat "$OUT"/*-"$mode"-stat.json | jq -r '.results[0].p99_us' | median)
-		printf "%-5s %16.0f %16.0f %14.0f %14.1f\n" "$mode" "$iops" "$fp99" "$ops" "$sp99"
+		cpu=$(for f in "$OUT"/[0-9]*-"$mode"-fsync.json; do
+			r=${f%-fsync.json}
+			echo "$(cat "$r-cpu") $(jq -r '.results[0].write_iops' "$f")" | awk '{print $1 * 10000 / $2}'
+		done | median)
+		printf "%-5s %16.0f %16.0f %14.0f %14.1f   server CPU %.1f ms per 1000 writes/s\n" "$mode" "$iops" "$fp99" "$ops" "$sp99" "$cpu"
 	done
+	ratio() { # file-suffix jq-field: the median of the per-round on/off ratios, as a change in %
+		for round in $(seq "$ROUNDS"); do
+			on=$(jq -r "$2" "$OUT/$round-on-$1.json")
+			off=$(jq -r "$2" "$OUT/$round-off-$1.json")
+			echo "$on $off" | awk '{print ($1 / $2 - 1) * 100}'
+		done | median
+	}
+	printf "paired on/off, median of %d rounds: write IOPS %+.1f %%, fsync p99 %+.1f %%, stat ops/s %+.1f %%, stat p99 %+.1f %%\n" "$ROUNDS" \
+		"$(ratio fsync '.results[0].write_iops')" "$(ratio fsync '.results[0].fsync.p99_us')" \
+		"$(ratio stat '.results[0].ops_per_sec')" "$(ratio stat '.results[0].p99_us')"
+	echo "BPF programs during one fsync-randwrite run, its files' layout included (kernel.bpf_stats_enabled):"
+	cat "$OUT/bpf-prog-time.txt"
 	grep -h "ebpf on\|ebpf off" "$OUT"/1-on-serve.log "$OUT"/1-off-serve.log | head -2
 } | tee "$OUT/summary.txt"
