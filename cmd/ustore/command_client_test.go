@@ -83,15 +83,7 @@ func runIO(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string
 }
 
 // exitCode and message are what main makes of a command's error.
-func exitCode(err error) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case isUsage(err):
-		return exitUsage
-	}
-	return exitError
-}
+func exitCode(err error) int { return exitCodeOf(err) }
 
 func message(err error) string { return fmt.Sprintf("ustore: %v", err) }
 
