@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"path"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -193,6 +194,12 @@ already is no error.` + clientLong,
 
 func (s *session) mkdir(p string, perm uint32) error {
 	dir, name, err := s.parent("mkdir", p)
+	var oe *opError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &oe) {
+		// Name the directory asked for, as mkdir(1) does, not the
+		// missing parent, and say what makes it.
+		return &opError{op: "mkdir", path: p, err: oe.err, timeout: oe.timeout, hint: "use -p to make missing parents"}
+	}
 	if err != nil {
 		return err
 	}
@@ -357,6 +364,9 @@ directory (as rename(2)).` + clientLong,
 	return c
 }
 
+// errMoveIntoItself is mv of a directory to a path under itself.
+var errMoveIntoItself = errors.New("cannot move a directory into a subdirectory of itself")
+
 // mv renames src to dst, or into dst if dst is a directory (unless
 // noTarget).
 func (s *session) mv(src, dst string, noTarget bool) error {
@@ -364,13 +374,20 @@ func (s *session) mv(src, dst string, noTarget bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.Lookup(s.ctx, sdir.Ino, sname); err != nil {
+	sa, err := s.c.Lookup(s.ctx, sdir.Ino, sname)
+	if err != nil {
 		return s.fail("mv", src, err)
 	}
 	if !noTarget && dst != src {
 		if a, err := s.c.Resolve(s.ctx, dst); err == nil && a.IsDir() {
 			dst = path.Join(dst, sname)
 		}
+	}
+	// The server answers EINVAL, as rename(2); say why, as mv(1) does.
+	// (Paths are clean and there are no symbolic links: a directory's
+	// subdirectories are exactly the paths under it.)
+	if sa.IsDir() && strings.HasPrefix(dst, src+"/") {
+		return &opError{op: "mv", path: src + " to " + dst, err: errMoveIntoItself}
 	}
 	ddir, dname, err := s.parent("mv", dst)
 	if err != nil {
