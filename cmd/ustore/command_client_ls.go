@@ -79,6 +79,7 @@ read.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	// -h is human-readable, as ls's: --help keeps only its long name.
 	c.Flags().Bool("help", false, "help for ls")

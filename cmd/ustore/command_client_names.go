@@ -111,6 +111,7 @@ modification, change and birth times. --json prints them as one JSON object
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
@@ -186,6 +187,7 @@ already is no error.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, true, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&parents, "parents", "p", false, "make missing parents; no error if the directory exists")
 	c.Flags().StringVarP(&mode, "mode", "m", "0755", "permission bits (octal)")
@@ -271,6 +273,7 @@ The root directory is never removed.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, true, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and what they hold")
 	c.Flags().BoolVarP(&force, "force", "f", false, "no error for a PATH that does not exist")
@@ -359,6 +362,7 @@ directory (as rename(2)).` + clientLong,
 			return cf.run(cmd, func(s *session) error { return s.mv(src, dst, noTarget) })
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&noTarget, "no-target-directory", "T", false, "treat DST as a name even if it is a directory")
 	return c
@@ -434,6 +438,7 @@ func newDfCommand() *cobra.Command {
 			})
 		},
 	}
+	c.ValidArgsFunction = cobra.NoFileCompletions
 	cf.add(c)
 	// -h is human-readable, as df's: --help keeps only its long name.
 	c.Flags().Bool("help", false, "help for df")
