@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path"
@@ -166,9 +167,28 @@ func (s *session) connectError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return msg("interrupted")
 	case errors.As(err, &en):
+		if what := notSocket(sock); what != "" {
+			// connect(2) says ECONNREFUSED for any file but a socket.
+			return msg("%s, not a socket (point --socket or $%s at the server's socket: 'ustore serve --socket')", what, socketEnv)
+		}
 		return msg("%v%s", en, hint)
 	}
 	return msg("%v", err)
+}
+
+// notSocket says what the file at p is when it exists and is no socket
+// ("is a directory"), else "".
+func notSocket(p string) string {
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil || fi.Mode()&fs.ModeSocket != 0:
+		return ""
+	case fi.IsDir():
+		return "is a directory"
+	case fi.Mode().IsRegular():
+		return "is a regular file"
+	}
+	return "is a device or a pipe"
 }
 
 // causeError is a message of its own over the error it explains.

@@ -70,6 +70,7 @@ they are at the server's next commit (within its --commit-interval).` + clientLo
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore, argLocal)
 	cf.add(c)
 	c.Flags().BoolVar(&fsync, "fsync", false, "make the file and its name durable before returning")
 	return c
@@ -142,6 +143,7 @@ size it had then.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	c.Flags().StringVarP(&output, "output", "o", "", "write to this local file instead of stdout")
 	return c
@@ -168,6 +170,7 @@ as get streams it. It stops at the first file that cannot be read.` + clientLong
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, true, argStore)
 	cf.add(c)
 	return c
 }
@@ -231,6 +234,7 @@ k, M, G (powers of 1024). With --fsync the data is durable on return.` + clientL
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore, argNone, argLocal)
 	cf.add(c)
 	c.Flags().BoolVar(&create, "create", false, "create the file if it does not exist")
 	c.Flags().BoolVar(&fsync, "fsync", false, "make the data durable before returning")
@@ -305,6 +309,7 @@ LENGTH take the suffixes k, M, G (powers of 1024).` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	return c
 }
@@ -331,6 +336,7 @@ them). SIZE takes the suffixes k, M, G, T (powers of 1024).` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	return c
 }
@@ -354,6 +360,7 @@ what reading it needs (the size), not its other attributes.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	c.Flags().BoolVar(&data, "data", false, "data only, as fdatasync(2)")
 	return c
@@ -377,6 +384,7 @@ returns, as sync(2) for the whole store.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = cobra.NoFileCompletions
 	cf.add(c)
 	return c
 }

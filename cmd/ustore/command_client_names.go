@@ -1,6 +1,7 @@
 package main
 
-// The client commands on names and the store: ls, stat, mkdir, rm, mv, df.
+// The client commands on names and the store: stat, mkdir, rm, mv, df
+// (ls is command_client_ls.go).
 
 import (
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"path"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -71,98 +73,6 @@ func typeName(mode uint32) string {
 
 func timeOf(t proto.Timespec) time.Time { return t.Time() }
 
-func newLsCommand() *cobra.Command {
-	var cf clientFlags
-	var long bool
-	c := &cobra.Command{
-		Use:   "ls [PATH]",
-		Short: "List a directory (the root by default)",
-		Long: `List the names in the directory at PATH (the root by default), in the
-order they were created, one a line. A PATH that is a file lists itself.
-With -l (long format) each line is: mode, links, size in bytes, time of the
-last change to the content (mtime), name. Large directories are listed page
-by page (1024 names a request), as they are read.` + clientLong,
-		Example: `  ustore ls
-  ustore ls -l /data`,
-		Args: rangeArgs(0, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p := "/"
-			if len(args) == 1 {
-				p = storePath(args[0])
-			}
-			return cf.runAt(cmd, "ls", p, func(s *session, a proto.Attr) error {
-				out := cmd.OutOrStdout()
-				if !a.IsDir() {
-					if long {
-						tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-						printLong(tw, a, p)
-						return tw.Flush()
-					}
-					_, err := fmt.Fprintln(out, p)
-					return err
-				}
-				for cookie := uint64(0); ; {
-					es, err := s.c.ReadDir(s.ctx, a.Ino, cookie, proto.ReadDirEntriesMax)
-					if err != nil {
-						return s.fail("ls", p, err)
-					}
-					if err := s.printEntries(out, p, es, long); err != nil {
-						return err
-					}
-					if len(es) < proto.ReadDirEntriesMax {
-						return nil
-					}
-					cookie = es[len(es)-1].Cookie
-				}
-			})
-		},
-	}
-	cf.add(c)
-	c.Flags().BoolVarP(&long, "long", "l", false, "long format: mode, links, size, mtime, name")
-	return c
-}
-
-// printEntries prints one page of a listing; in long format it stats every
-// entry first, pipelined. An entry removed meanwhile is left out.
-func (s *session) printEntries(out io.Writer, dir string, es []proto.DirEntry, long bool) error {
-	if !long {
-		for _, e := range es {
-			if _, err := fmt.Fprintln(out, e.Name); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	attrs := make([]*proto.Attr, len(es))
-	err := forEach(statParallel, es, func(i int, e proto.DirEntry) error {
-		a, err := s.c.Stat(s.ctx, e.Ino)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return s.fail("stat", path.Join(dir, e.Name), err)
-		}
-		attrs[i] = &a
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-	for i, e := range es {
-		if attrs[i] != nil {
-			printLong(tw, *attrs[i], e.Name)
-		}
-	}
-	return tw.Flush()
-}
-
-// printLong prints one ls -l line: mode, links, size, mtime, name.
-func printLong(w io.Writer, a proto.Attr, name string) {
-	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", modeString(a.Mode), a.Nlink, a.Size,
-		timeOf(a.Mtime).Local().Format("2006-01-02 15:04"), name)
-}
-
 // statJSON is stat --json's output.
 type statJSON struct {
 	Path       string `json:"path"`
@@ -201,25 +111,31 @@ modification, change and birth times. --json prints them as one JSON object
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 
+// statJSONOf is a's stat --json object, for the path p.
+func statJSONOf(p string, a proto.Attr) statJSON {
+	ts := func(t proto.Timespec) string { return timeOf(t).UTC().Format(time.RFC3339Nano) }
+	typ := "file"
+	if a.IsDir() {
+		typ = "directory"
+	}
+	return statJSON{Path: p, Type: typ, Ino: a.Ino, Generation: a.Generation,
+		Mode: fmt.Sprintf("%04o", a.Mode&0o7777), Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+		Size: a.Size, Blocks: a.Blocks,
+		Atime: ts(a.Atime), Mtime: ts(a.Mtime), Ctime: ts(a.Ctime), Btime: ts(a.Btime)}
+}
+
 // printStat prints stat's output for a at p: as text, or as JSON.
 func printStat(out io.Writer, p string, a proto.Attr, asJSON bool) error {
-	ts := func(t proto.Timespec) string { return timeOf(t).UTC().Format(time.RFC3339Nano) }
 	if asJSON {
-		typ := "file"
-		if a.IsDir() {
-			typ = "directory"
-		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(statJSON{Path: p, Type: typ, Ino: a.Ino, Generation: a.Generation,
-			Mode: fmt.Sprintf("%04o", a.Mode&0o7777), Nlink: a.Nlink, UID: a.UID, GID: a.GID,
-			Size: a.Size, Blocks: a.Blocks,
-			Atime: ts(a.Atime), Mtime: ts(a.Mtime), Ctime: ts(a.Ctime), Btime: ts(a.Btime)})
+		return enc.Encode(statJSONOf(p, a))
 	}
 	lt := func(t proto.Timespec) string { return timeOf(t).Local().Format("2006-01-02 15:04:05.000000000 -0700") }
 	_, err := fmt.Fprintf(out, `  path: %s
@@ -271,6 +187,7 @@ already is no error.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, true, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&parents, "parents", "p", false, "make missing parents; no error if the directory exists")
 	c.Flags().StringVarP(&mode, "mode", "m", "0755", "permission bits (octal)")
@@ -279,6 +196,12 @@ already is no error.` + clientLong,
 
 func (s *session) mkdir(p string, perm uint32) error {
 	dir, name, err := s.parent("mkdir", p)
+	var oe *opError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &oe) {
+		// Name the directory asked for, as mkdir(1) does, not the
+		// missing parent, and say what makes it.
+		return &opError{op: "mkdir", path: p, err: oe.err, timeout: oe.timeout, hint: "use -p to make missing parents"}
+	}
 	if err != nil {
 		return err
 	}
@@ -350,6 +273,7 @@ The root directory is never removed.` + clientLong,
 			})
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, true, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and what they hold")
 	c.Flags().BoolVarP(&force, "force", "f", false, "no error for a PATH that does not exist")
@@ -438,10 +362,14 @@ directory (as rename(2)).` + clientLong,
 			return cf.run(cmd, func(s *session) error { return s.mv(src, dst, noTarget) })
 		},
 	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&noTarget, "no-target-directory", "T", false, "treat DST as a name even if it is a directory")
 	return c
 }
+
+// errMoveIntoItself is mv of a directory to a path under itself.
+var errMoveIntoItself = errors.New("cannot move a directory into a subdirectory of itself")
 
 // mv renames src to dst, or into dst if dst is a directory (unless
 // noTarget).
@@ -450,13 +378,20 @@ func (s *session) mv(src, dst string, noTarget bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.Lookup(s.ctx, sdir.Ino, sname); err != nil {
+	sa, err := s.c.Lookup(s.ctx, sdir.Ino, sname)
+	if err != nil {
 		return s.fail("mv", src, err)
 	}
 	if !noTarget && dst != src {
 		if a, err := s.c.Resolve(s.ctx, dst); err == nil && a.IsDir() {
 			dst = path.Join(dst, sname)
 		}
+	}
+	// The server answers EINVAL, as rename(2); say why, as mv(1) does.
+	// (Paths are clean and there are no symbolic links: a directory's
+	// subdirectories are exactly the paths under it.)
+	if sa.IsDir() && strings.HasPrefix(dst, src+"/") {
+		return &opError{op: "mv", path: src + " to " + dst, err: errMoveIntoItself}
 	}
 	ddir, dname, err := s.parent("mv", dst)
 	if err != nil {
@@ -503,6 +438,7 @@ func newDfCommand() *cobra.Command {
 			})
 		},
 	}
+	c.ValidArgsFunction = cobra.NoFileCompletions
 	cf.add(c)
 	// -h is human-readable, as df's: --help keeps only its long name.
 	c.Flags().Bool("help", false, "help for df")

@@ -83,15 +83,7 @@ func runIO(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string
 }
 
 // exitCode and message are what main makes of a command's error.
-func exitCode(err error) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case isUsage(err):
-		return exitUsage
-	}
-	return exitError
-}
+func exitCode(err error) int { return exitCodeOf(err) }
 
 func message(err error) string { return fmt.Sprintf("ustore: %v", err) }
 
@@ -291,13 +283,17 @@ func TestClient_MkdirMvStatDf(t *testing.T) {
 		t.Fatalf("mkdir of an existing directory: %v", err)
 	}
 	_, _, err = runIO(t, nil, "mkdir", "--socket", sock, "/no/such")
-	if exitCode(err) != 1 || message(err) != "ustore: mkdir /no: no such file or directory" {
+	if exitCode(err) != 1 || message(err) != "ustore: mkdir /no/such: no such file or directory (use -p to make missing parents)" {
 		t.Fatalf("mkdir without its parent: %v", err)
 	}
 	on(t, sock, strings.NewReader("content"), "put", "/f")
 	on(t, sock, nil, "mv", "/f", "/b")           // into the directory
 	on(t, sock, nil, "mv", "/b/f", "/a/x/g")     // renamed
 	on(t, sock, nil, "mv", "-T", "/a/x/y", "/b") // an empty directory replaced
+	on(t, sock, nil, "mkdir", "/a2")
+	on(t, sock, nil, "mv", "/a2", "/a")  // a sibling whose name extends the source's is no subdirectory
+	on(t, sock, nil, "mv", "/a/a2", "/") // back
+	on(t, sock, nil, "rm", "-r", "/a2")
 	if got := on(t, sock, nil, "ls", "/a/x"); got != "g\n" {
 		t.Fatalf("after mv: ls /a/x %q", got)
 	}
@@ -345,6 +341,10 @@ func TestClient_Errors(t *testing.T) {
 		{[]string{"ls", "/file/x"}, 1, "ustore: ls /file/x: not a directory"},
 		{[]string{"rm", "/x"}, 1, "ustore: rm /x: no such file or directory"},
 		{[]string{"mv", "/file", "/x/y"}, 1, "ustore: mv /x: no such file or directory"},
+		{[]string{"mv", "/dir", "/dir/sub"}, 1, "ustore: mv /dir to /dir/sub: cannot move a directory into a subdirectory of itself"},
+		{[]string{"mv", "/dir", "/dir/in/deep"}, 1, "ustore: mv /dir to /dir/in/deep: cannot move a directory into a subdirectory of itself"},
+		{[]string{"mkdir", "/dir/a/b"}, 1, "ustore: mkdir /dir/a/b: no such file or directory (use -p to make missing parents)"},
+		{[]string{"mkdir", "/file/a"}, 1, "ustore: mkdir /file/a: not a directory"},
 		{[]string{"read", "/dir", "0", "1"}, 1, "ustore: read /dir: is a directory"},
 		{[]string{"truncate", "/x", "0"}, 1, "ustore: truncate /x: no such file or directory"},
 		{[]string{"fsync", "/x"}, 1, "ustore: fsync /x: no such file or directory"},
@@ -388,6 +388,20 @@ func TestClient_Errors(t *testing.T) {
 	_, _, err = runIO(t, nil, "df", "--socket", stale)
 	if exitCode(err) != 1 || !strings.HasPrefix(message(err), "ustore: connect to "+stale+": connection refused (is the server running?") {
 		t.Fatalf("a stale socket: %q", message(err))
+	}
+	// --socket at a directory or a file: what it is, not "is the server
+	// running?".
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, what := range map[string]string{dir: "is a directory", plain: "is a regular file"} {
+		_, _, err = runIO(t, nil, "ls", "--socket", path)
+		want := "ustore: connect to " + path + ": " + what + ", not a socket (point --socket or $USTORE_SOCKET at the server's socket: 'ustore serve --socket')"
+		if exitCode(err) != 1 || message(err) != want {
+			t.Errorf("--socket %s: exit %d, %q; want %q", path, exitCode(err), message(err), want)
+		}
 	}
 	mute := filepath.Join(t.TempDir(), "mute.sock")
 	ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: mute, Net: "unix"})

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +87,7 @@ func fileHash(t *testing.T, path string) [32]byte {
 // TestCommand_Fsck_Data: a flipped bit in a data block leaves plain fsck
 // clean (it reads no data), while fsck --data names the inode, the file
 // offset and the path, reports the bytes it read and its speed, and exits
-// 1.
+// 4.
 func TestCommand_Fsck_Data(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dev.img")
 	if out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", path); err != nil {
@@ -121,10 +124,117 @@ func TestCommand_Fsck_Data(t *testing.T) {
 	}
 	out, err = run(t, "fsck", "--data", path)
 	want := fmt.Sprintf("inode %d offset %d (device block %d) /dir/victim: ", ino, blockInFile*4096, disk+blockInFile*4096)
-	if err == nil || !strings.Contains(out, want) || !strings.Contains(out, "1 bad blocks") || strings.Contains(out, "clean") {
+	if exitCode(err) != fsckProblems || !strings.Contains(out, want) || !strings.Contains(out, "1 bad blocks") || strings.Contains(out, "clean") {
 		t.Fatalf("fsck --data with a damaged data block: %v, want a line %q\n%s", err, want, out)
 	}
 	if fileHash(t, path) != before {
 		t.Fatal("fsck changed the image")
+	}
+}
+
+// TestCommand_Fsck_JSON: --json is one object with the documented fields:
+// counts, warnings and problems as lists (a bad data block with its
+// inode, offsets and paths), the status and the exit code, which the
+// command exits with too; a device it cannot check is status "error", exit
+// code 8.
+func TestCommand_Fsck_JSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev.img")
+	if out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", path); err != nil {
+		t.Fatalf("mkfs: %v\n%s", err, out)
+	}
+	var ino, disk uint64
+	withImageStore(t, path, func(s *store.Store) {
+		a, err := s.Put(context.Background(), "/victim", make([]byte, 64<<10), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino, disk = a.Ino, firstDataBlock(t, s, a.Ino)
+	})
+	decode := func(out string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		want := fsckFields
+		if m["status"] == "error" {
+			want = append([]string{"error"}, want...)
+		}
+		if k := jsonKeys(t, out)[0]; !slices.Equal(k, sorted(want)) {
+			t.Errorf("fsck --json: fields %v, want %v", k, sorted(want))
+		}
+		return m
+	}
+	out, err := run(t, "fsck", "--json", "--data", path)
+	m := decode(out)
+	if err != nil || m["status"] != "clean" || m["exit_code"] != 0.0 || len(m["problems"].([]any)) != 0 ||
+		m["scrub"].(map[string]any)["bytes"] != float64(64<<10) {
+		t.Fatalf("fsck --json of a clean filesystem: %v\n%s", err, out)
+	}
+
+	flipFileByte(t, path, int64(disk)+2*4096)
+	out, err = run(t, "fsck", "--json", "--data", path)
+	m = decode(out)
+	if exitCode(err) != fsckProblems || m["status"] != "problems" || m["exit_code"] != 4.0 {
+		t.Fatalf("fsck --json with a bad block: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+	var rep fsckReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != "data" || rep.Problems[0].Message == "" || rep.Scrub.BadCount != 1 {
+		t.Fatalf("problems: %+v", rep.Problems)
+	}
+	want := fsckBadBlock{Ino: ino, Offset: 2 * 4096, Bytenr: disk + 2*4096, Paths: []string{"/victim"}}
+	if b := rep.Problems[0].Block; b == nil || fmt.Sprint(*b) != fmt.Sprint(want) {
+		t.Fatalf("bad block %+v, want %+v", b, want)
+	}
+
+	out, err = run(t, "fsck", "--json", filepath.Join(t.TempDir(), "missing.img"))
+	m = decode(out)
+	if exitCode(err) != fsckError || m["status"] != "error" || !strings.Contains(m["error"].(string), "no such file or directory") {
+		t.Fatalf("fsck --json of a missing file: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+}
+
+// TestCommand_Fsck_ExitCodes: "could not check" (8) is apart from "found
+// problems" (4, TestCommand_Fsck_Data) and from warnings (1,
+// TestCommand_Fsck_SuperblockCopies), each with one line on stderr; bad
+// flags stay 2.
+func TestCommand_Fsck_ExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	random := filepath.Join(dir, "random.img")
+	if err := os.WriteFile(random, bytes.Repeat([]byte("not ustore "), 100000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	formatted := filepath.Join(dir, "dev.img")
+	if out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", formatted); err != nil {
+		t.Fatalf("mkfs: %v\n%s", err, out)
+	}
+	lock, err := devopen.LockDevice(formatted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"fsck", random}, fsckError, "ustore: " + random + ": not a ustore filesystem (no superblock copy carries ustore's magic number)"},
+		{[]string{"fsck", filepath.Join(dir, "missing.img")}, fsckError, "ustore: stat " + filepath.Join(dir, "missing.img") + ": no such file or directory"},
+		{[]string{"fsck", formatted}, fsckError, "ustore: server: the device is in use by another server: " + formatted + " is locked (is another ustore serve running on it?)"},
+		{[]string{"fsck", "--backend", "tape", formatted}, exitUsage, `ustore: devopen: unknown backend "tape"…`},
+		{[]string{"fsck", "a", "b"}, exitUsage, "ustore: accepts at most 1 arg(s), received 2"},
+	} {
+		out, err := run(t, tc.args...)
+		msg := message(err)
+		ok := msg == tc.msg
+		if prefix, cut := strings.CutSuffix(tc.msg, "…"); cut {
+			ok = strings.HasPrefix(msg, prefix)
+		}
+		if exitCode(err) != tc.code || !ok || strings.Contains(msg, "\n") {
+			t.Errorf("%v: exit %d, %q; want exit %d, %q\n%s", tc.args, exitCode(err), msg, tc.code, tc.msg, out)
+		}
 	}
 }

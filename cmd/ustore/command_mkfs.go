@@ -11,6 +11,7 @@ import (
 
 	"ustore/dev"
 	"ustore/dev/devopen"
+	"ustore/engine"
 	"ustore/store"
 )
 
@@ -47,6 +48,14 @@ refused even with --force.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--nodesize: %w", err)}
 			}
+			// Values the format cannot take are usage errors too, told
+			// before anything is created.
+			if ns < engine.NodeSizeMin || ns > engine.NodeSizeMax || ns&(ns-1) != 0 {
+				return usageError{fmt.Errorf("--nodesize %s: want a power of two from %dk to %dk", nodeSize, engine.NodeSizeMin>>10, engine.NodeSizeMax>>10)}
+			}
+			if sz%engine.SectorSize != 0 {
+				return usageError{fmt.Errorf("--size %s: want a multiple of %dk", size, engine.SectorSize>>10)}
+			}
 			b, err := devopen.ParseBackend(backend)
 			if err != nil {
 				return usageError{err}
@@ -56,7 +65,7 @@ refused even with --force.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&size, "size", "1G", "size of a file to create or extend (block devices keep theirs)")
+	f.StringVar(&size, "size", "1G", "size of a file to create or extend, a multiple of 4k (block devices keep theirs)")
 	f.StringVar(&nodeSize, "nodesize", "16k", "tree node size: a power of two from 4k to 64k")
 	f.StringVar(&backend, "backend", "auto", "I/O backend: auto, io_uring, syscall")
 	f.BoolVar(&force, "force", false, "format even a target that holds a filesystem or another recognised signature, destroying it")

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -204,5 +205,50 @@ func TestCommand_Mkfs_WarnsOfAReadableFile(t *testing.T) {
 	out, err := run(t, "mkfs", "--size", "64M", path)
 	if err != nil || !strings.Contains(out, "chmod 600 "+path) {
 		t.Fatalf("mkfs of a 0644 file: %v\n%s", err, out)
+	}
+}
+
+// TestCommand_Mkfs_BadFlagValue: a flag value the format cannot take is a
+// usage error (exit code 2) in one line, told before anything is created,
+// through the built binary's real exit code.
+func TestCommand_Mkfs_BadFlagValue(t *testing.T) {
+	bin := buildUstore(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--nodesize", "3k"}, "ustore: --nodesize 3k: want a power of two from 4k to 64k\n"},
+		{[]string{"--nodesize", "128k"}, "ustore: --nodesize 128k: want a power of two from 4k to 64k\n"},
+		{[]string{"--nodesize", "2k"}, "ustore: --nodesize 2k: want a power of two from 4k to 64k\n"},
+		{[]string{"--size", "1k"}, "ustore: --size 1k: want a multiple of 4k\n"},
+		{[]string{"--size", "lots"}, "ustore: --size: \"lots\" is not a byte count (examples: 4096, 4k, 16M, 1G)\n"},
+	} {
+		img := filepath.Join(dir, "new.img")
+		cmd := exec.Command(bin, append(append([]string{"mkfs"}, tc.args...), img)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || stderr.String() != tc.msg {
+			t.Errorf("mkfs %v: %v, %q; want exit 2, %q", tc.args, err, stderr.String(), tc.msg)
+		}
+		if _, err := os.Stat(img); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("mkfs %v left %s: %v", tc.args, img, err)
+		}
+	}
+	// fsck's own codes reach the process too: 8, could not check.
+	random := filepath.Join(dir, "random.img")
+	if err := os.WriteFile(random, bytes.Repeat([]byte{0xa5}, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "fsck", random)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != fsckError ||
+		stderr.String() != "ustore: "+random+": not a ustore filesystem (no superblock copy carries ustore's magic number)\n" {
+		t.Errorf("fsck of a random file: %v, %q", err, stderr.String())
 	}
 }

@@ -26,7 +26,8 @@ func newRootCommand() *cobra.Command {
 serves directories and files over a Unix socket. Device I/O goes through one
 io_uring layer that batches reads, writes and flushes.
 
-Exit codes: 0 success, 1 the command failed, 2 bad flags or arguments.`,
+Exit codes: 0 success, 1 the command failed, 2 bad flags or arguments (fsck has
+e2fsck's: see 'ustore fsck --help'). --json output and exit codes: docs/CLI.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -11,40 +12,57 @@ import (
 	"ustore/dev/devopen"
 )
 
+// versionJSON is version --json's output.
+type versionJSON struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
+	Go       string `json:"go"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Kernel   string `json:"kernel"`
+	Backend  string `json:"backend"` // io_uring or syscall
+	Reason   string `json:"reason"`  // why that backend
+}
+
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version and the I/O backend this machine would use",
 		Long: `Print ustore's version, the Go and kernel versions, and which I/O backend
-(io_uring or pread/pwrite) ustore would use on this machine, and why.`,
+(io_uring or pread/pwrite) ustore would use on this machine, and why.
+--json prints them as one JSON object (fields in docs/CLI.md).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			version, revision := "devel", "unknown"
+			v := versionJSON{Version: "devel", Revision: "unknown", Go: runtime.Version(),
+				OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: "unknown"}
 			if bi, ok := debug.ReadBuildInfo(); ok {
 				if bi.Main.Version != "" {
-					version = bi.Main.Version
+					v.Version = bi.Main.Version
 				}
 				for _, s := range bi.Settings {
 					if s.Key == "vcs.revision" {
-						revision = s.Value
+						v.Revision = s.Value
 					}
 				}
 			}
 			var uts unix.Utsname
-			kernel := "unknown"
 			if unix.Uname(&uts) == nil {
-				kernel = unix.ByteSliceToString(uts.Release[:])
+				v.Kernel = unix.ByteSliceToString(uts.Release[:])
 			}
 			choice := devopen.Probe()
-			fmt.Fprintf(out, "ustore %s (revision %s)\n", version, revision)
-			fmt.Fprintf(out, "go:      %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			fmt.Fprintf(out, "kernel:  %s\n", kernel)
-			fmt.Fprintf(out, "backend: %s\n", choice.Backend)
-			fmt.Fprintf(out, "reason:  %s\n", choice.Reason)
-			return nil
+			v.Backend, v.Reason = string(choice.Backend), choice.Reason
+			return writeResults(cmd.OutOrStdout(), asJSON, v, func(out io.Writer) {
+				fmt.Fprintf(out, "ustore %s (revision %s)\n", v.Version, v.Revision)
+				fmt.Fprintf(out, "go:      %s %s/%s\n", v.Go, v.OS, v.Arch)
+				fmt.Fprintf(out, "kernel:  %s\n", v.Kernel)
+				fmt.Fprintf(out, "backend: %s\n", v.Backend)
+				fmt.Fprintf(out, "reason:  %s\n", v.Reason)
+			})
 		},
 	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
 }
 
 // noArgs is cobra.NoArgs with a usage error.

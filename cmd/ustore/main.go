@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -16,12 +17,28 @@ const (
 
 func main() {
 	root := newRootCommand()
-	if err := root.Execute(); err != nil {
+	err := root.Execute()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "ustore: %v\n", err)
-		if isUsage(err) {
-			os.Exit(exitUsage)
-		}
-		os.Exit(exitError)
 	}
-	os.Exit(exitOK)
+	os.Exit(exitCodeOf(err))
+}
+
+// exitCoder is an error that carries its own exit code (fsck's, which
+// follow e2fsck's).
+type exitCoder interface{ exitCode() int }
+
+// exitCodeOf is the exit code for a command's error: 0 for none, 2 for a
+// usage error, the error's own code if it has one, else 1.
+func exitCodeOf(err error) int {
+	var ec exitCoder
+	switch {
+	case err == nil:
+		return exitOK
+	case isUsage(err):
+		return exitUsage
+	case errors.As(err, &ec):
+		return ec.exitCode()
+	}
+	return exitError
 }

@@ -1,0 +1,185 @@
+package main
+
+// ls: a directory's names, in long format (-l, with -h sizes), or as JSON.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"ustore/proto"
+)
+
+// lsFormat is how ls prints: names only, long lines, or JSON.
+type lsFormat struct {
+	long, human, asJSON bool
+}
+
+// stats says whether the format needs each entry's attributes.
+func (f lsFormat) stats() bool { return f.long || f.asJSON }
+
+// lsEntryJSON is one element of ls --json's array: the name in its
+// directory, then the fields of stat --json.
+type lsEntryJSON struct {
+	Name string `json:"name"`
+	statJSON
+}
+
+func newLsCommand() *cobra.Command {
+	var cf clientFlags
+	var f lsFormat
+	c := &cobra.Command{
+		Use:   "ls [PATH]",
+		Short: "List a directory (the root by default)",
+		Long: `List the names in the directory at PATH (the root by default), in the
+order they were created, one a line. A PATH that is a file lists itself.
+With -l (long format) each line is: mode, links, size in bytes (-h: in K,
+M, G, T, powers of 1024, as ls -lh), time of the last change to the content
+(mtime), name. With --json the listing is one JSON array of objects, each
+the entry's name and the fields of 'stat --json' (docs/CLI.md). Large
+directories are listed page by page (1024 names a request), as they are
+read.` + clientLong,
+		Example: `  ustore ls
+  ustore ls -lh /data
+  ustore ls --json /data | jq -r '.[] | select(.type == "file") | .path'`,
+		Args: rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := "/"
+			if len(args) == 1 {
+				p = storePath(args[0])
+			}
+			return cf.runAt(cmd, "ls", p, func(s *session, a proto.Attr) error {
+				w := &lsWriter{out: cmd.OutOrStdout(), f: f}
+				if !a.IsDir() {
+					if err := w.write([]proto.DirEntry{{Name: p, Ino: a.Ino}}, []*proto.Attr{&a}, "/"); err != nil {
+						return err
+					}
+					return w.end()
+				}
+				for cookie := uint64(0); ; {
+					es, err := s.c.ReadDir(s.ctx, a.Ino, cookie, proto.ReadDirEntriesMax)
+					if err != nil {
+						return s.fail("ls", p, err)
+					}
+					if err := s.printEntries(w, p, es); err != nil {
+						return err
+					}
+					if len(es) < proto.ReadDirEntriesMax {
+						return w.end()
+					}
+					cookie = es[len(es)-1].Cookie
+				}
+			})
+		},
+	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
+	cf.add(c)
+	// -h is human-readable, as ls's: --help keeps only its long name.
+	c.Flags().Bool("help", false, "help for ls")
+	c.Flags().BoolVarP(&f.long, "long", "l", false, "long format: mode, links, size, mtime, name")
+	c.Flags().BoolVarP(&f.human, "human-readable", "h", false, "with -l: sizes in K, M, G, T (powers of 1024)")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON array of the entries and their attributes")
+	return c
+}
+
+// printEntries prints one page of a listing; in long format or JSON it
+// stats every entry first, pipelined. An entry removed meanwhile is left
+// out.
+func (s *session) printEntries(w *lsWriter, dir string, es []proto.DirEntry) error {
+	attrs := make([]*proto.Attr, len(es))
+	if w.f.stats() {
+		err := forEach(statParallel, es, func(i int, e proto.DirEntry) error {
+			a, err := s.c.Stat(s.ctx, e.Ino)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return s.fail("stat", path.Join(dir, e.Name), err)
+			}
+			attrs[i] = &a
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return w.write(es, attrs, dir)
+}
+
+// lsWriter prints a listing page by page: a JSON array is opened before
+// the first page and closed by end.
+type lsWriter struct {
+	out     io.Writer
+	f       lsFormat
+	entries int // written so far
+}
+
+// write prints es (with attrs, where the format needs them; a nil one is
+// an entry removed meanwhile) of the directory dir.
+func (w *lsWriter) write(es []proto.DirEntry, attrs []*proto.Attr, dir string) error {
+	switch {
+	case w.f.asJSON:
+		for i, e := range es {
+			if attrs[i] == nil {
+				continue
+			}
+			b, err := json.MarshalIndent(lsEntryJSON{Name: e.Name, statJSON: statJSONOf(path.Join(dir, e.Name), *attrs[i])}, "  ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := ",\n  "
+			if w.entries == 0 {
+				sep = "[\n  "
+			}
+			w.entries++
+			if _, err := fmt.Fprintf(w.out, "%s%s", sep, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	case w.f.long:
+		tw := tabwriter.NewWriter(w.out, 0, 0, 1, ' ', 0)
+		for i, e := range es {
+			if attrs[i] != nil {
+				w.printLong(tw, *attrs[i], e.Name)
+			}
+		}
+		return tw.Flush()
+	}
+	for _, e := range es {
+		if _, err := fmt.Fprintln(w.out, e.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end closes the listing: the JSON array.
+func (w *lsWriter) end() error {
+	if !w.f.asJSON {
+		return nil
+	}
+	end := "\n]\n"
+	if w.entries == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(w.out, end)
+	return err
+}
+
+// printLong prints one ls -l line: mode, links, size, mtime, name.
+func (w *lsWriter) printLong(tw io.Writer, a proto.Attr, name string) {
+	size := strconv.FormatUint(a.Size, 10)
+	if w.f.human {
+		size = humanBytes(a.Size)
+	}
+	fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", modeString(a.Mode), a.Nlink, size,
+		timeOf(a.Mtime).Local().Format("2006-01-02 15:04"), name)
+}
