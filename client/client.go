@@ -29,9 +29,22 @@ type Options struct {
 // per system call; a large frame bypasses it.
 const readBufferSize = 64 << 10
 
-// Client is one connection to a server. Its methods may be called from any
+// Client is a connection to a server. Its methods may be called from any
 // number of goroutines at once; their requests are pipelined on the one
-// connection.
+// connection. When the server closes an idle connection (a
+// connection-level ETIMEDOUT: the idle or frame timeout), the next call
+// dials again; any other end of the connection is final (Err says why).
+type Client struct {
+	socketPath string
+	opts       Options
+
+	dialMu     sync.Mutex // one redial at a time
+	cur        atomic.Pointer[conn]
+	closed     atomic.Bool
+	reconnects atomic.Uint64
+}
+
+// conn is one connection of a Client.
 //
 // Who touches what: send takes a slot, takes an id (nextID, atomic),
 // registers the call in pending under mu (unless err is set) and writes
@@ -39,7 +52,7 @@ const readBufferSize = 64 << 10
 // call out of pending under mu and hands it its result under mu; it gives
 // the slot back. fail sets err once, under mu, hands it to every call in
 // pending and closes the socket; done is closed when the reader has ended.
-type Client struct {
+type conn struct {
 	nc      *net.UnixConn
 	br      *bufio.Reader
 	opts    Options
@@ -51,15 +64,17 @@ type Client struct {
 
 	wmu sync.Mutex // one frame written at a time
 
-	mu      sync.Mutex
-	pending map[uint64]*call
-	err     error // why the connection ended; set once
+	mu       sync.Mutex
+	pending  map[uint64]*call
+	err      error // why the connection ended; set once
+	timedOut bool  // under mu: it ended with the server's connection-level ETIMEDOUT
 
 	done chan struct{} // closed when readLoop has ended
 }
 
 // call is one request in flight.
 type call struct {
+	cn        *conn // the connection it was sent on
 	id        uint64
 	op        proto.Op
 	res       chan result // cap 1: the reader never blocks on it
@@ -85,13 +100,24 @@ func DialOptions(ctx context.Context, socketPath string, opts Options) (*Client,
 	if opts.Traceparent == nil {
 		opts.Traceparent = trace.Traceparent
 	}
+	cn, err := dial(ctx, socketPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{socketPath: socketPath, opts: opts}
+	c.cur.Store(cn)
+	return c, nil
+}
+
+// dial connects, does the handshake and starts the reader.
+func dial(ctx context.Context, socketPath string, opts Options) (*conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", socketPath, err)
 	}
 	uc := nc.(*net.UnixConn)
-	c := &Client{
+	c := &conn{
 		nc: uc, br: bufio.NewReaderSize(uc, readBufferSize), opts: opts,
 		pending: map[uint64]*call{}, done: make(chan struct{}),
 	}
@@ -104,7 +130,43 @@ func DialOptions(ctx context.Context, socketPath string, opts Options) (*Client,
 	return c, nil
 }
 
-func (c *Client) handshake(ctx context.Context) error {
+// conn returns the connection to send on: the current one, or, when the
+// server closed it for idleness, a new one. Only a connection-level
+// ETIMEDOUT redials: the server sends it when no request was in flight,
+// or when a frame did not arrive whole, and runs no request it had not
+// read, so nothing is lost or run twice. Any other end stays: a server
+// that shut down, a protocol error, Close.
+func (c *Client) conn(ctx context.Context) (*conn, error) {
+	cn := c.cur.Load()
+	if !cn.timedOutIdle() {
+		return cn, nil
+	}
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	if now := c.cur.Load(); now != cn {
+		return now, nil // another call redialed
+	}
+	next, err := dial(ctx, c.socketPath, c.opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w (reconnecting after: %w)", ErrConnection, err, cn.Err())
+	}
+	c.cur.Store(next)
+	c.reconnects.Add(1)
+	return next, nil
+}
+
+// timedOutIdle reports whether the server closed c with a
+// connection-level ETIMEDOUT.
+func (c *conn) timedOutIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timedOut
+}
+
+func (c *conn) handshake(ctx context.Context) error {
 	dl, hasDeadline := ctx.Deadline()
 	if hasDeadline {
 		c.nc.SetDeadline(dl)
@@ -134,20 +196,32 @@ func (c *Client) handshake(ctx context.Context) error {
 }
 
 // Limits are the limits the server announced for this connection.
-func (c *Client) Limits() proto.Limits { return c.limits }
+func (c *Client) Limits() proto.Limits { return c.cur.Load().limits }
 
 // Version is the protocol version in use.
-func (c *Client) Version() uint16 { return c.version }
+func (c *Client) Version() uint16 { return c.cur.Load().version }
 
 // Close closes the connection. Calls in flight fail with ErrClosed.
 func (c *Client) Close() error {
-	c.fail(ErrClosed)
-	<-c.done
+	c.dialMu.Lock()
+	c.closed.Store(true)
+	cn := c.cur.Load()
+	c.dialMu.Unlock()
+	cn.fail(ErrClosed)
+	<-cn.done
 	return nil
 }
 
-// Err returns why the connection ended, or nil while it is up.
-func (c *Client) Err() error {
+// Reconnects is how many times the client dialed again after the server
+// closed an idle connection.
+func (c *Client) Reconnects() uint64 { return c.reconnects.Load() }
+
+// Err returns why the connection ended, or nil while it is up. After an
+// idle close it says so until the next call dials again.
+func (c *Client) Err() error { return c.cur.Load().Err() }
+
+// Err returns why c ended, or nil while it is up.
+func (c *conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -155,7 +229,7 @@ func (c *Client) Err() error {
 
 // fail ends the connection with err (the first reason wins): every call in
 // flight gets it, and the socket is closed, which ends the reader.
-func (c *Client) fail(err error) {
+func (c *conn) fail(err error) {
 	c.mu.Lock()
 	if c.err == nil {
 		if !errors.Is(err, ErrClosed) {
@@ -174,7 +248,7 @@ func (c *Client) fail(err error) {
 }
 
 // traceparent is ctx's traceparent, or the zero value.
-func (c *Client) traceparent(ctx context.Context) proto.Traceparent {
+func (c *conn) traceparent(ctx context.Context) proto.Traceparent {
 	if c.opts.Traceparent == nil {
 		return proto.Traceparent{}
 	}
@@ -196,6 +270,14 @@ func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	cn, err := c.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cn.send(ctx, req)
+}
+
+func (c *conn) send(ctx context.Context, req proto.Request) (*call, error) {
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -203,7 +285,7 @@ func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 	case <-c.done:
 		return nil, c.Err()
 	}
-	cl := &call{id: c.nextID.Add(1), op: req.Op(), res: make(chan result, 1)}
+	cl := &call{cn: c, id: c.nextID.Add(1), op: req.Op(), res: make(chan result, 1)}
 	buf := proto.GetBuffer(sizeHint(req))
 	defer proto.PutBuffer(buf)
 	b, err := proto.AppendRequest(*buf, cl.id, c.traceparent(ctx), req)
@@ -260,14 +342,16 @@ func (c *Client) await(ctx context.Context, cl *call) (result, error) {
 	case r := <-cl.res:
 		return r, r.err
 	case <-ctx.Done():
-		c.abandon(cl)
+		cl.cn.abandon(cl)
 		return result{}, ctx.Err()
 	}
 }
 
 // abandon gives up on cl: its response, if it has not come yet, is dropped
 // by the reader; if it has, it is dropped here.
-func (c *Client) abandon(cl *call) {
+func (c *Client) abandon(cl *call) { cl.cn.abandon(cl) }
+
+func (c *conn) abandon(cl *call) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending[cl.id] == cl {
@@ -312,7 +396,7 @@ func (c *Client) doEmpty(ctx context.Context, req proto.Request) error {
 
 // readLoop reads responses and hands each to its call until the
 // connection ends.
-func (c *Client) readLoop() {
+func (c *conn) readLoop() {
 	defer close(c.done)
 	for {
 		buf := proto.FrameBuffer(c.br, c.limits.FrameSizeMax)
@@ -325,6 +409,9 @@ func (c *Client) readLoop() {
 		if f.ID == 0 {
 			// About the connection: the server closes after it.
 			proto.PutBuffer(buf)
+			c.mu.Lock()
+			c.timedOut = c.err == nil && f.Status == proto.StatusTimedOut
+			c.mu.Unlock()
 			c.fail(fmt.Errorf("the server closed the connection: %w", proto.Err(f.Status, f.Message)))
 			return
 		}

@@ -169,8 +169,8 @@ func TestClient_Cancel_ReturnsCtxErr(t *testing.T) {
 	if a, err := c.Stat(context.Background(), 301); err != nil || a.Ino != 301 {
 		t.Fatalf("the next call: %+v %v", a, err)
 	}
-	if len(c.slots) != 0 {
-		t.Fatalf("%d slots still taken", len(c.slots))
+	if len(c.cur.Load().slots) != 0 {
+		t.Fatalf("%d slots still taken", len(c.cur.Load().slots))
 	}
 }
 

@@ -20,6 +20,17 @@
 // streams of a file), errors.go. Frame buffers are proto's
 // (proto/buffers.go), shared with the server.
 //
+// # Reconnecting
+//
+// The server closes a connection that stays idle past its --idle-timeout
+// (5 min by default) with a connection-level ETIMEDOUT, and runs no request
+// it had not read by then. The next call dials again, once however many
+// calls arrive together (Client.conn, under dialMu), so a long-lived
+// Client survives idle periods. Calls already in flight on the closed
+// connection fail with the ETIMEDOUT (they were not run: safe to retry).
+// Any other end of a connection — the server's shutdown (ESHUTDOWN), a
+// malformed frame, Close — is final.
+//
 // # Pipelining
 //
 //	caller ─► send: take a slot, encode, write the frame (one writer at a time)
@@ -45,4 +56,9 @@
 //     fail)
 //  4. A malformed response, or one for an id not in flight, ends the
 //     connection: every call in flight fails. (readLoop)
+//  5. Only a connection-level ETIMEDOUT leads to a new connection, made
+//     by the first call after it and used by every call after that; a
+//     call is sent on one connection only and never resent.
+//     (Client.conn; TestClient_IdleClose_Redials,
+//     TestClient_ShutdownClose_Final)
 package client

@@ -75,7 +75,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 
 // fill sends reads until streamInflight are in flight or the file's end.
 func (r *Reader) fill() {
-	size := uint64(r.c.limits.IOSizeMax())
+	size := uint64(r.c.Limits().IOSizeMax())
 	for !r.eof && r.err == nil && len(r.q) < streamInflight {
 		n := min(size, r.attr.Size-r.next)
 		cl, err := r.c.send(r.ctx, &proto.Read{Ino: r.attr.Ino, Off: r.next, Len: uint32(n)})

@@ -90,7 +90,7 @@ func (c *Client) Write(ctx context.Context, ino, off uint64, data []byte) (int, 
 // WriteWith is Write with flags: proto.WriteDsync makes the data durable
 // before it returns, proto.WriteSync the data and the file's metadata.
 func (c *Client) WriteWith(ctx context.Context, ino, off uint64, data []byte, flags proto.WriteFlags) (int, error) {
-	size := int(c.limits.IOSizeMax())
+	size := int(c.Limits().IOSizeMax())
 	if len(data) <= size {
 		return c.writeOnce(ctx, ino, off, data, flags)
 	}
@@ -143,7 +143,7 @@ func (c *Client) writeOnce(ctx context.Context, ino, off uint64, data []byte, fl
 // error, as the store's Read). More than Limits().IOSizeMax() goes in
 // pipelined chunks.
 func (c *Client) Read(ctx context.Context, ino, off uint64, buf []byte) (int, error) {
-	size := int(c.limits.IOSizeMax())
+	size := int(c.Limits().IOSizeMax())
 	if len(buf) <= size {
 		rep, b, err := c.do(ctx, &proto.Read{Ino: ino, Off: off, Len: uint32(len(buf))})
 		if err != nil {
@@ -165,7 +165,7 @@ func (c *Client) Read(ctx context.Context, ino, off uint64, buf []byte) (int, er
 // and with fsync makes it durable, name included, before it returns. Data
 // over Limits().IOSizeMax() goes through OpenWriter.
 func (c *Client) Put(ctx context.Context, path string, data []byte, fsync bool) (proto.Attr, error) {
-	if len(data) <= int(c.limits.IOSizeMax()) {
+	if len(data) <= int(c.Limits().IOSizeMax()) {
 		return c.doAttr(ctx, &proto.Put{Path: path, Fsync: fsync, Data: data})
 	}
 	w, err := c.OpenWriter(ctx, path, fsync)

@@ -23,6 +23,14 @@ import (
 // synced and checked at the end.
 func serve(t *testing.T) (*client.Client, *store.Store) {
 	t.Helper()
+	c, st, _ := serveWith(t, server.Options{})
+	return c, st
+}
+
+// serveWith is serve with the server's options (Socket and Logger are
+// set here) and the server itself.
+func serveWith(t *testing.T, opts server.Options) (*client.Client, *store.Store, *server.Server) {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	d := memdev.New(256 << 20)
 	if err := store.Mkfs(d, store.MkfsOptions{}); err != nil {
@@ -33,7 +41,8 @@ func serve(t *testing.T) (*client.Client, *store.Store) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "s.sock")
-	srv, err := server.New(st, server.Options{Socket: sock, Logger: log})
+	opts.Socket, opts.Logger = sock, log
+	srv, err := server.New(st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +69,7 @@ func serve(t *testing.T) (*client.Client, *store.Store) {
 		}
 		st.Close(ctx)
 	})
-	return c, st
+	return c, st, srv
 }
 
 func randomBytes(n int, seed byte) []byte {

@@ -86,7 +86,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, ErrClosed
 	}
-	size := int(w.c.limits.IOSizeMax())
+	size := int(w.c.Limits().IOSizeMax())
 	n := 0
 	for len(p) > 0 {
 		if w.err != nil {
