@@ -15,13 +15,13 @@ import (
 	"ustore/dev/devopen"
 )
 
-// openDeviceReadOnly opens an existing device as it is: no size change, no
-// format.
+// openDeviceReadOnly opens an existing device as it is, O_RDONLY: no size
+// change, no format, and the kernel refuses any write.
 func openDeviceReadOnly(cfg serveConfig, log *slog.Logger) (dev.Device, devopen.Choice, bool, error) {
 	if _, err := os.Stat(cfg.Device); err != nil {
 		return nil, devopen.Choice{}, false, fmt.Errorf("--read-only serves an existing filesystem: %w", err)
 	}
-	d, choice, err := devopen.Open(cfg.Device, devopen.Options{Backend: cfg.Backend, Logger: log})
+	d, choice, err := devopen.Open(cfg.Device, devopen.Options{Backend: cfg.Backend, ReadOnly: true, Logger: log})
 	if err != nil {
 		return nil, devopen.Choice{}, false, fmt.Errorf("open %s: %w", cfg.Device, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"ustore/client"
 	"ustore/engine"
 	"ustore/store"
@@ -101,6 +103,11 @@ func TestCommand_Serve_ReadOnly(t *testing.T) {
 			t.Fatalf("serve --read-only not listening: %v", err)
 		}
 	}
+	// Every descriptor on the image is O_RDONLY: the kernel itself would
+	// refuse a write.
+	if n := writableFDs(t, img); n != 0 {
+		t.Fatalf("%d descriptors open the image for writing", n)
+	}
 	intact, eio := 0, 0
 	for i, ino := range inos {
 		got, err := c.Get(ctx, fmt.Sprintf("/f%04d", i))
@@ -174,4 +181,39 @@ func TestCommand_Serve_ReadOnlyNeverFormats(t *testing.T) {
 	if fileHash(t, blank) != before {
 		t.Fatal("serve --read-only formatted a blank file")
 	}
+}
+
+// writableFDs counts this process's descriptors on path whose access mode
+// allows writing (/proc/self/fdinfo's flags).
+func writableFDs(t *testing.T, path string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, seen := 0, 0
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || target != path {
+			continue
+		}
+		seen++
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flags int
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				fmt.Sscanf(strings.TrimSpace(v), "%o", &flags)
+			}
+		}
+		if flags&unix.O_ACCMODE != unix.O_RDONLY {
+			n++
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no descriptor open on %s", path)
+	}
+	return n
 }

@@ -45,6 +45,7 @@ type Options struct {
 	Size     int64        // extend a smaller regular file to this size (sparse)
 	Backend  Backend      // default Auto
 	Buffered bool         // skip O_DIRECT
+	ReadOnly bool         // open O_RDONLY: never created, extended or written; Size must be 0
 	Logger   *slog.Logger // default slog.Default()
 }
 
@@ -73,7 +74,7 @@ func Open(path string, opts Options) (dev.Device, Choice, error) {
 		opts.Backend = Auto
 	}
 	if opts.Backend != Syscall {
-		d, err := openURing(path, uringdev.Options{Size: opts.Size, Buffered: opts.Buffered, Logger: log})
+		d, err := openURing(path, uringdev.Options{Size: opts.Size, Buffered: opts.Buffered, ReadOnly: opts.ReadOnly, Logger: log})
 		if err == nil {
 			return d, Choice{IOUring, "io_uring available"}, nil
 		}
@@ -89,7 +90,7 @@ func Open(path string, opts Options) (dev.Device, Choice, error) {
 }
 
 func openSys(path string, opts Options, log *slog.Logger) (dev.Device, error) {
-	d, err := sysdev.Open(path, sysdev.Options{Size: opts.Size, Direct: !opts.Buffered, Logger: log})
+	d, err := sysdev.Open(path, sysdev.Options{Size: opts.Size, Direct: !opts.Buffered, ReadOnly: opts.ReadOnly, Logger: log})
 	if err != nil {
 		return nil, err
 	}

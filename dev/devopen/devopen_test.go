@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +102,50 @@ func TestParseBackend(t *testing.T) {
 	}
 	if _, err := ParseBackend("spdk"); err == nil {
 		t.Error("ParseBackend(spdk) succeeded")
+	}
+}
+
+// TestOpen_ReadOnly: both backends open an existing device O_RDONLY: reads
+// work, the kernel refuses a write (EBADF) and the file is unchanged; a
+// missing file is not created, and a size to extend to is refused.
+func TestOpen_ReadOnly(t *testing.T) {
+	for _, b := range []Backend{IOUring, Syscall} {
+		t.Run(string(b), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "dev.img")
+			want := bytes.Repeat([]byte("ustore!\n"), 8<<20/8)
+			if err := os.WriteFile(path, want, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d, _, err := Open(path, Options{Backend: b, ReadOnly: true, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			buf := dev.AlignedBuffer(dev.SectorSize)
+			if err := d.Read([]dev.IO{{Buf: buf, Off: dev.SectorSize}}); err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if !bytes.Equal(buf, want[dev.SectorSize:2*dev.SectorSize]) {
+				t.Fatal("read the wrong bytes")
+			}
+			clear(buf)
+			if err := d.Write([]dev.IO{{Buf: buf, Off: 0}}); !errors.Is(err, unix.EBADF) {
+				t.Fatalf("write on a read-only device: %v, want EBADF", err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+				t.Fatal("the file changed")
+			}
+
+			missing := filepath.Join(t.TempDir(), "missing.img")
+			if _, _, err := Open(missing, Options{Backend: b, ReadOnly: true}); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("read-only open of a missing file: %v, want ENOENT", err)
+			}
+			if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a read-only open created %s", missing)
+			}
+			if _, _, err := Open(path, Options{Backend: b, ReadOnly: true, Size: 16 << 20}); !errors.Is(err, sysdev.ErrSize) {
+				t.Errorf("read-only open with a size: %v, want sysdev.ErrSize", err)
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ func openBacking(path string, opts Options) (fd int, size int64, direct bool, er
 		case errors.Is(err, unix.EINVAL):
 			unix.Close(fd)
 			logFallback(opts.Logger, path, "first read", err)
-			if fd, err = openRetry(opts.sys, path, baseFlags, 0); err != nil {
+			if fd, err = openRetry(opts.sys, path, flagsOf(opts)&^unix.O_CREAT, 0); err != nil {
 				return -1, 0, false, fmt.Errorf("sysdev: open %s: %w", path, err)
 			}
 			direct = false
@@ -71,16 +71,28 @@ func openBacking(path string, opts Options) (fd int, size int64, direct bool, er
 	return fd, size, direct, nil
 }
 
-// baseFlags are the open flags of every device.
-const baseFlags = unix.O_RDWR | unix.O_CLOEXEC
+// baseFlags are the open flags of every device; readOnlyFlags of one
+// opened with Options.ReadOnly.
+const (
+	baseFlags     = unix.O_RDWR | unix.O_CLOEXEC
+	readOnlyFlags = unix.O_RDONLY | unix.O_CLOEXEC
+)
+
+// flagsOf are the open flags opts ask for, O_DIRECT aside.
+func flagsOf(opts Options) int {
+	switch {
+	case opts.ReadOnly:
+		return readOnlyFlags
+	case opts.Size > 0:
+		return baseFlags | unix.O_CREAT
+	}
+	return baseFlags
+}
 
 // openFD opens path, with O_DIRECT when asked and accepted, and reports
 // whether O_DIRECT is on.
 func openFD(path string, opts Options) (fd int, direct bool, err error) {
-	flags := baseFlags
-	if opts.Size > 0 {
-		flags |= unix.O_CREAT
-	}
+	flags := flagsOf(opts)
 	if opts.Direct {
 		fd, err := openRetry(opts.sys, path, flags|unix.O_DIRECT, 0o600)
 		if err == nil {

@@ -20,6 +20,10 @@ type Options struct {
 	// Direct asks for O_DIRECT, falling back to buffered I/O (logged) where
 	// the filesystem refuses it.
 	Direct bool
+	// ReadOnly opens the device O_RDONLY: it is never created, extended or
+	// written (a write fails with EBADF), for a damaged device served
+	// read-only, or one on read-only media. Size must be 0.
+	ReadOnly bool
 	// Workers is the number of worker goroutines, and so the most syscalls
 	// in flight at once; 0 means 32.
 	Workers int
@@ -46,6 +50,9 @@ var realSyscalls = syscalls{open: unix.Open, pread: unix.Pread, pwrite: unix.Pwr
 func (o Options) resolve() (Options, error) {
 	if o.Size < 0 || o.Size%dev.SectorSize != 0 {
 		return o, fmt.Errorf("%w: Options.Size %d is not a non-negative multiple of %d", ErrSize, o.Size, dev.SectorSize)
+	}
+	if o.ReadOnly && o.Size != 0 {
+		return o, fmt.Errorf("%w: Options.Size %d with ReadOnly: a read-only device is never extended", ErrSize, o.Size)
 	}
 	switch {
 	case o.Workers == 0:

@@ -22,6 +22,9 @@ type Options struct {
 	Size int64
 	// Buffered skips O_DIRECT: I/O goes through the page cache.
 	Buffered bool
+	// ReadOnly opens the backing store O_RDONLY (sysdev.Options.ReadOnly):
+	// never created, extended or written. Size must be 0.
+	ReadOnly bool
 	// BufferSize is the size of each pooled buffer (default 64 KiB).
 	BufferSize int
 	// PoolBytes is the registered region carved into pooled buffers
@@ -63,7 +66,7 @@ func Open(path string, opts Options) (*Device, error) {
 	}
 	// The backing store is opened as sysdev opens it: sized, its size and
 	// name made durable, O_DIRECT only where reads really work with it.
-	fd, size, direct, err := sysdev.OpenBacking(path, sysdev.Options{Size: opts.Size, Direct: !opts.Buffered, Logger: log})
+	fd, size, direct, err := sysdev.OpenBacking(path, sysdev.Options{Size: opts.Size, Direct: !opts.Buffered, ReadOnly: opts.ReadOnly, Logger: log})
 	if err != nil {
 		return nil, err
 	}
