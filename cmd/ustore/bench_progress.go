@@ -22,3 +22,18 @@ func benchETA(index, count int, elapsed, duration time.Duration) time.Duration {
 func benchStep(index, count int, elapsed, duration time.Duration, middle string) string {
 	return fmt.Sprintf("[%d/%d] %s  ETA %v", index, count, middle, benchETA(index, count, elapsed, duration))
 }
+
+// countETA is the time left of a window that is a count of total (bytes,
+// files, ops), done of them in elapsed, at the rate so far. The windows
+// after it, of sizes the line does not know, are not counted.
+func countETA(done, total int64, elapsed time.Duration) time.Duration {
+	if done <= 0 || total <= done {
+		return 0
+	}
+	return time.Duration(float64(elapsed) * float64(total-done) / float64(done)).Round(time.Second)
+}
+
+// benchCountStep is benchStep for a window that is a count.
+func benchCountStep(index, count int, done, total int64, elapsed time.Duration, middle string) string {
+	return fmt.Sprintf("[%d/%d] %s  ETA %v", index, count, middle, countETA(done, total, elapsed))
+}

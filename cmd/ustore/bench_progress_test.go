@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"ustore/bench/fsyncbench"
+	"ustore/bench/storebench"
 )
 
 func TestBenchStep_Cases(t *testing.T) {
@@ -63,5 +66,42 @@ func TestCommand_BenchRing_RemovesCreatedFile(t *testing.T) {
 	bench(kept) // there before this run: stays
 	if _, err := os.Stat(kept); err != nil {
 		t.Errorf("%s, there before the run: %v, want it kept", kept, err)
+	}
+}
+
+func TestCountETA_Cases(t *testing.T) {
+	for _, tc := range []struct {
+		done, total int64
+		elapsed     time.Duration
+		want        time.Duration
+	}{
+		{250, 1000, 2 * time.Second, 6 * time.Second},
+		{0, 1000, time.Second, 0}, // no rate yet
+		{1000, 1000, time.Second, 0},
+	} {
+		if got := countETA(tc.done, tc.total, tc.elapsed); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc, got, tc.want)
+		}
+	}
+}
+
+// TestBenchProgressLines: the progress lines of bench store and the fsync
+// workloads, timed and counted.
+func TestBenchProgressLines(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{storeProgressLine(storebench.WindowProgress{Workload: "seqwrite", Window: 1, Windows: 3, Done: 250e6, Total: 1000e6, Elapsed: time.Second}),
+			"[1/3] seqwrite  250/1000 MB   250.0 MB/s  ETA 3s"},
+		{storeProgressLine(storebench.WindowProgress{Workload: "randwrite", Window: 3, Windows: 3, Done: 5000, Elapsed: 2 * time.Second, Duration: 10 * time.Second}),
+			"[3/3] randwrite    2s/10s      2500 ops/s  ETA 8s"},
+		{storeProgressLine(storebench.WindowProgress{Workload: "randwrite", Window: 1, Windows: 1, Done: 100, Total: 400, Elapsed: time.Second}),
+			"[1/1] randwrite 100/400 overwrites       100 ops/s  ETA 3s"},
+		{fsyncProgressLine(fsyncbench.Progress{Workload: "fsync-randwrite", Case: "8 jobs", Window: 2, Windows: 3, Ops: 3000, Elapsed: 3 * time.Second, Duration: 10 * time.Second}),
+			"[2/3] fsync-randwrite 8 jobs:  3.0s/10.0s      1000 ops/s  ETA 17s"},
+		{fsyncProgressLine(fsyncbench.Progress{Workload: "dir-fsync", Case: "create", Window: 1, Windows: 1, Ops: 20000, OpsTotal: 100000, Elapsed: 2 * time.Second}),
+			"[1/1] dir-fsync create: 20000/100000     10000 ops/s  ETA 8s"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("\n got %q\nwant %q", tc.got, tc.want)
+		}
 	}
 }
