@@ -3,7 +3,7 @@ GO        ?= go
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 20s
 
-.PHONY: all build test race norace lint fmt-check check invariants fuzz bench run clean jaeger generate bpf-fresh
+.PHONY: all build test race norace lint fmt-check check invariants fuzz bench run clean jaeger generate bpf-fresh readme-walk
 
 all: build
 
@@ -35,6 +35,11 @@ fmt-check:
 ## invariants build tag (engine, evict), with those checks on
 invariants:
 	$(GO) test -tags invariants ./engine/... ./evict/...
+
+## readme-walk: run README.md's sh blocks against a real server and Jaeger
+## (internal/readmetest, ~30 s; `make race`, so `make check`, runs it too)
+readme-walk:
+	$(GO) test -count=1 -run '^TestReadme_Walk$$' ./internal/readmetest
 
 ## check: lint, every test under the race detector, the ones it makes too
 ## slow without it, the invariants build (CI runs this)

@@ -230,8 +230,9 @@ func CommittedCheck(ctx context.Context, t Target, cfg CommittedConfig) (res Com
 	if cfg.Progress != nil {
 		tick = func(el time.Duration) {
 			wr, rd, fs := total()
+			window, windows := cfg.at(0, 1)
 			cfg.Progress(Progress{Workload: res.Workload, Case: cfg.Label + " " + cfg.RW, Elapsed: el, Duration: cfg.Duration,
-				Ops: wr + rd + fs})
+				Ops: wr + rd + fs, Window: window, Windows: windows})
 		}
 	}
 	elapsed := w.run(cfg.Warmup, cfg.Duration, tick)

@@ -18,6 +18,7 @@ const (
 // on a shared disk hits both alike.
 func CommittedCompare(ctx context.Context, lockFree, locked Target, cfg CommittedConfig, modes []string, reps int) ([]CommittedResult, error) {
 	var out []CommittedResult
+	n, count := 0, len(modes)*reps*2
 	for _, mode := range modes {
 		for rep := range reps {
 			order := []struct {
@@ -30,6 +31,8 @@ func CommittedCompare(ctx context.Context, lockFree, locked Target, cfg Committe
 			for _, o := range order {
 				c := cfg
 				c.RW, c.Label = mode, o.label
+				n++
+				c.Options = c.InWindow(n, count)
 				r, err := CommittedCheck(ctx, o.t, c)
 				if err != nil {
 					return out, fmt.Errorf("committed-check %s on the %s server: %w", mode, o.label, err)

@@ -99,10 +99,13 @@ func CsumFsync(ctx context.Context, t Target, cfg CsumFsyncConfig) (res CsumFsyn
 		return res, err
 	}
 	res = CsumFsyncResult{Workload: "csum-fsync", Target: t.Name(), BS: cfg.BS, FsyncEvery: cfg.FsyncEvery}
-	if res.Large, err = csumPhase(ctx, t, cfg, "large", cfg.LargeSize); err != nil {
+	large, small := cfg, cfg
+	large.window, large.windows = cfg.at(0, 2)
+	small.window, small.windows = cfg.at(1, 2)
+	if res.Large, err = csumPhase(ctx, t, large, "large", cfg.LargeSize); err != nil {
 		return res, fmt.Errorf("csum-fsync, large files: %w", err)
 	}
-	if res.Small, err = csumPhase(ctx, t, cfg, "small", cfg.SmallSize); err != nil {
+	if res.Small, err = csumPhase(ctx, t, small, "small", cfg.SmallSize); err != nil {
 		return res, fmt.Errorf("csum-fsync, small files: %w", err)
 	}
 	if res.Small.Fsync.P50US > 0 {
@@ -195,7 +198,7 @@ func csumPhase(ctx context.Context, t Target, cfg CsumFsyncConfig, label string,
 	if cfg.Progress != nil {
 		tick = func(el time.Duration) {
 			cfg.Progress(Progress{Workload: "csum-fsync", Case: label + " files", Elapsed: el, Duration: cfg.Duration,
-				Ops: writes.Load() + fsyncs.Load()})
+				Ops: writes.Load() + fsyncs.Load(), Window: cfg.window, Windows: cfg.windows})
 		}
 	}
 	elapsed := w.run(cfg.Warmup, cfg.Duration, tick)

@@ -109,6 +109,7 @@ func DirFsync(ctx context.Context, t Target, cfg DirFsyncConfig) (res DirFsyncRe
 	}
 
 	cfg.phase("creating %d files in %s", cfg.Files, dir)
+	createStart := time.Now()
 	err = step("create", &res.CreateMS, func() error {
 		for i := 1; i <= cfg.Files; i++ {
 			f, err := c.Create(name(i))
@@ -119,7 +120,8 @@ func DirFsync(ctx context.Context, t Target, cfg DirFsyncConfig) (res DirFsyncRe
 				return err
 			}
 			if cfg.Progress != nil && i%10000 == 0 {
-				cfg.Progress(Progress{Workload: res.Workload, Case: "create", Ops: int64(i)})
+				cfg.Progress(Progress{Workload: res.Workload, Case: "create", Ops: int64(i), OpsTotal: int64(cfg.Files),
+					Elapsed: time.Since(createStart), Window: 1, Windows: 1})
 			}
 		}
 		return nil

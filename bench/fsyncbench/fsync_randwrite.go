@@ -85,8 +85,10 @@ func RandWrite(ctx context.Context, t Target, cfg RandWriteConfig) ([]RandWriteR
 		return nil, err
 	}
 	var out []RandWriteResult
-	for _, jobs := range cfg.Jobs {
-		r, err := randWrite(ctx, t, cfg, jobs)
+	for i, jobs := range cfg.Jobs {
+		c := cfg
+		c.window, c.windows = cfg.at(i, len(cfg.Jobs))
+		r, err := randWrite(ctx, t, c, jobs)
 		if err != nil {
 			return out, fmt.Errorf("fsync-randwrite, %d jobs: %w", jobs, err)
 		}
@@ -197,7 +199,7 @@ func randWrite(ctx context.Context, t Target, cfg RandWriteConfig, jobs int) (re
 				n += j.writes.Load()
 			}
 			cfg.Progress(Progress{Workload: res.Workload, Case: fmt.Sprintf("%d jobs", jobs), Elapsed: el,
-				Duration: cfg.Duration, Ops: n})
+				Duration: cfg.Duration, Ops: n, Window: cfg.window, Windows: cfg.windows})
 		}
 	}
 	elapsed := w.run(cfg.Warmup, cfg.Duration, tick)

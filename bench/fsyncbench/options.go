@@ -21,6 +21,28 @@ type Options struct {
 	// Progress, if set, is called about five times a second while a
 	// window is open.
 	Progress func(Progress)
+	// window and windows place the next timed window among the run's
+	// (Progress.Window, Progress.Windows); see InWindow.
+	window, windows int
+}
+
+// InWindow returns o for a run of a workload that is timed window n
+// (1-based) of count: Progress then says "n of count". A workload that
+// runs several windows itself (one per job count, per phase) numbers
+// them within the range, from n on; a caller that runs a workload several
+// times (each mode, each repetition) counts them all in count.
+func (o Options) InWindow(n, count int) Options {
+	o.window, o.windows = n, count
+	return o
+}
+
+// at is the Window and Windows of the workload's own window i (0-based)
+// of its n, within the range InWindow set (by default, 1 of 1 run).
+func (o Options) at(i, n int) (window, windows int) {
+	if o.windows == 0 {
+		return i + 1, n
+	}
+	return o.window + i, o.windows
 }
 
 // Progress is where a measured window is.
@@ -30,6 +52,12 @@ type Progress struct {
 	Elapsed  time.Duration
 	Duration time.Duration
 	Ops      int64 // completed in the window so far
+	// Window and Windows place this window among the run's timed windows
+	// (1-based): "[Window/Windows]" and, with Duration, the time left.
+	Window, Windows int
+	// OpsTotal is the ops a window that is a count, not a time, will do
+	// (Duration 0): the time left is then at the rate so far.
+	OpsTotal int64
 }
 
 func (o Options) phase(format string, args ...any) {

@@ -71,6 +71,9 @@ type Config struct {
 	Logger *slog.Logger // the store's and the device's; default: warnings to stderr
 	// Progress, when set, is told what phase starts.
 	Progress func(phase string)
+	// Window, when set, is called about once a second during each
+	// workload's timed window (window_progress.go).
+	Window func(WindowProgress)
 }
 
 // Result is one workload's figures. MB are 10^6 bytes, as fio's MB/s.
@@ -244,7 +247,11 @@ func (b *bench) sequential() (results []Result, err error) {
 		return nil, err
 	}
 	cfg.phase("seqwrite: %d bytes in %d-byte requests", cfg.Total, cfg.BS)
-	w, err := b.writeSeq(a.Ino, cfg.Total, cfg.BS)
+	var wt windowTicker
+	if cfg.has("seqwrite") { // else the file is only written for seqread, untimed
+		wt = cfg.window("seqwrite", cfg.Total, 0)
+	}
+	w, err := b.writeSeq(a.Ino, cfg.Total, cfg.BS, wt)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +268,7 @@ func (b *bench) sequential() (results []Result, err error) {
 	if err := b.mount(); err != nil {
 		return results, err
 	}
-	r, err := b.readSeq(a.Ino, cfg.Total, cfg.BS)
+	r, err := b.readSeq(a.Ino, cfg.Total, cfg.BS, cfg.window("seqread", cfg.Total, 0))
 	if err != nil {
 		return results, err
 	}
@@ -305,8 +312,9 @@ func getU64(b []byte) uint64 {
 	return v
 }
 
-// writeSeq writes total bytes of ino in bs requests, then syncs.
-func (b *bench) writeSeq(ino uint64, total int64, bs int) (Result, error) {
+// writeSeq writes total bytes of ino in bs requests, then syncs,
+// reporting to wt.
+func (b *bench) writeSeq(ino uint64, total int64, bs int, wt windowTicker) (Result, error) {
 	buf := pattern(bs, 1)
 	before := b.s.Stats()
 	start := time.Now()
@@ -317,6 +325,7 @@ func (b *bench) writeSeq(ino uint64, total int64, bs int) (Result, error) {
 			return Result{}, err
 		}
 		ops++
+		wt.tick(off + int64(bs))
 	}
 	syncStart := time.Now()
 	if err := b.s.Sync(context.Background()); err != nil {
@@ -327,8 +336,9 @@ func (b *bench) writeSeq(ino uint64, total int64, bs int) (Result, error) {
 	return b.result("seqwrite", bs, total, ops, end.Sub(start), end.Sub(syncStart), before, after, total), nil
 }
 
-// readSeq reads ino back in bs requests and checks each block's stamp.
-func (b *bench) readSeq(ino uint64, total int64, bs int) (Result, error) {
+// readSeq reads ino back in bs requests and checks each block's stamp,
+// reporting to wt.
+func (b *bench) readSeq(ino uint64, total int64, bs int, wt windowTicker) (Result, error) {
 	buf := dev.AlignedBuffer(bs)
 	before := b.s.Stats()
 	start := time.Now()
@@ -348,6 +358,7 @@ func (b *bench) readSeq(ino uint64, total int64, bs int) (Result, error) {
 		}
 		got += int64(n)
 		ops++
+		wt.tick(got)
 	}
 	el := time.Since(start)
 	return b.result("seqread", bs, got, ops, el, 0, before, b.s.Stats(), total), nil
@@ -365,7 +376,7 @@ func (b *bench) random() (res Result, err error) {
 		return Result{}, err
 	}
 	cfg.phase("randwrite: laying out a %d-byte file", cfg.FileSize)
-	prep, err := b.writeSeq(a.Ino, cfg.FileSize, 1<<20)
+	prep, err := b.writeSeq(a.Ino, cfg.FileSize, 1<<20, windowTicker{})
 	if err != nil {
 		return Result{}, err
 	}
@@ -380,6 +391,10 @@ func (b *bench) random() (res Result, err error) {
 	before := b.s.Stats()
 	start := time.Now()
 	deadline := start.Add(cfg.Duration)
+	wt := cfg.window("randwrite", cfg.Count, cfg.Duration)
+	if cfg.Count > 0 {
+		wt.p.Duration = 0
+	}
 	var ops int64
 	for {
 		if cfg.Count > 0 {
@@ -395,6 +410,9 @@ func (b *bench) random() (res Result, err error) {
 			return Result{}, err
 		}
 		ops++
+		if ops%64 == 0 {
+			wt.tick(ops)
+		}
 	}
 	syncStart := time.Now()
 	if err := b.s.Sync(context.Background()); err != nil {

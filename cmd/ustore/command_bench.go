@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -39,6 +41,7 @@ func newBenchRingCommand() *cobra.Command {
 		rws                    []string
 		duration               time.Duration
 		direct, fixed, asJSON  bool
+		keep                   bool
 		noDirectPath           bool
 		cpuProfile, ringMode   string
 		submitBatch            int
@@ -50,7 +53,8 @@ func newBenchRingCommand() *cobra.Command {
 		Long: `Measure the io_uring layer the way fio measures a device: reads or writes of
 one block size at each queue depth, on one file, for a fixed time. The file is
 created and laid out (written in full) when missing or sparse, so reads hit
-the device.
+the device. A file the run created is removed at its end unless --keep; one
+that was there before is left.
 
 Engines (--engine):
   ring        fio's loop run on the ring's own goroutine: QD ops in flight, each
@@ -80,12 +84,20 @@ Engines (--engine):
 			stderr := cmd.ErrOrStderr()
 			if showProgress(progress, stderr) {
 				cfg.Progress = func(p ringbench.Progress) {
-					fmt.Fprintf(stderr, "\r%-9s qd %-4d %4.0fs/%.0fs %9.0f IOPS ", p.RW, p.QD,
-						p.Elapsed.Seconds(), p.Duration.Seconds(), float64(p.Ops)/p.Elapsed.Seconds())
+					// Run goes through --rw, then --qd in each.
+					index := ringConfigIndex(rws, qds, p.RW, p.QD)
+					fmt.Fprintf(stderr, "\r\033[K%s", benchStep(index, len(rws)*len(qds), p.Elapsed, p.Duration,
+						fmt.Sprintf("%-9s qd %-4d %4.0fs/%.0fs %9.0f IOPS", p.RW, p.QD,
+							p.Elapsed.Seconds(), p.Duration.Seconds(), float64(p.Ops)/p.Elapsed.Seconds())))
 				}
 			}
 			if cfg.Progress != nil {
 				fmt.Fprintf(stderr, "preparing %s (%s)...", file, size)
+			}
+			// The file is removed at the end when this run created it
+			// (unless --keep): a 1 GiB leftover in ustore-data/ is a surprise.
+			if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) && !keep {
+				defer os.Remove(file)
 			}
 			stopProfile, err := startCPUProfile(cpuProfile)
 			if err != nil {
@@ -112,7 +124,8 @@ Engines (--engine):
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&file, "file", "ustore-data/bench.img", "file or block device to run on (created if missing)")
+	f.StringVar(&file, "file", "ustore-data/bench.img", "file or block device to run on (created if missing, and then removed at the end unless --keep)")
+	f.BoolVar(&keep, "keep", false, "keep the --file this run created (to run again without laying it out)")
 	f.StringVar(&size, "size", "1G", "bytes of the file the I/O covers")
 	f.StringVar(&bs, "bs", "4k", "block size of each I/O")
 	f.IntSliceVar(&qds, "qd", []int{1, 8, 32, 128}, "queue depths to run")
@@ -215,6 +228,19 @@ func printResults(w io.Writer, results []ringbench.Result) {
 			r.Engine, r.RW, r.QD, r.IOPS, r.MBps, r.P50US, r.P99US, r.P999US, r.OpsPerEnter)
 	}
 	tw.Flush()
+}
+
+// ringConfigIndex is the 1-based index of (rw, qd) in the order ringbench.Run
+// runs the configurations: each of rws, with each of qds.
+func ringConfigIndex(rws []string, qds []int, rw string, qd int) int {
+	for i, r := range rws {
+		for j, q := range qds {
+			if r == rw && q == qd {
+				return i*len(qds) + j + 1
+			}
+		}
+	}
+	return 0
 }
 
 func parseRingMode(s string) (ring.Mode, error) {

@@ -78,20 +78,24 @@ func (f *fsyncFlags) options(cmd *cobra.Command) fsyncbench.Options {
 	stderr := cmd.ErrOrStderr()
 	if showProgress(f.progress, stderr) {
 		o.Phase = func(s string) { fmt.Fprintf(stderr, "\r\033[K%s\n", s) }
-		o.Progress = func(p fsyncbench.Progress) {
-			if p.Duration == 0 {
-				fmt.Fprintf(stderr, "\r\033[K%s %s: %d", p.Workload, p.Case, p.Ops)
-				return
-			}
-			rate := 0.0
-			if p.Elapsed > 0 {
-				rate = float64(p.Ops) / p.Elapsed.Seconds()
-			}
-			fmt.Fprintf(stderr, "\r\033[K%s %s: %4.1fs/%.1fs %9.0f ops/s", p.Workload, p.Case, p.Elapsed.Seconds(),
-				p.Duration.Seconds(), rate)
-		}
+		o.Progress = func(p fsyncbench.Progress) { fmt.Fprintf(stderr, "\r\033[K%s", fsyncProgressLine(p)) }
 	}
 	return o
+}
+
+// fsyncProgressLine is the progress line of an fsync workload's window:
+// by time, or a count (dir-fsync's creates).
+func fsyncProgressLine(p fsyncbench.Progress) string {
+	rate := 0.0
+	if p.Elapsed > 0 {
+		rate = float64(p.Ops) / p.Elapsed.Seconds()
+	}
+	if p.Duration == 0 {
+		return benchCountStep(p.Window, p.Windows, p.Ops, p.OpsTotal, p.Elapsed,
+			fmt.Sprintf("%s %s: %d/%d %9.0f ops/s", p.Workload, p.Case, p.Ops, p.OpsTotal, rate))
+	}
+	return benchStep(p.Window, p.Windows, p.Elapsed, p.Duration,
+		fmt.Sprintf("%s %s: %4.1fs/%.1fs %9.0f ops/s", p.Workload, p.Case, p.Elapsed.Seconds(), p.Duration.Seconds(), rate))
 }
 
 // context ends at SIGINT or SIGTERM.

@@ -108,8 +108,11 @@ func committedCheck(ctx context.Context, t fsyncbench.Target, cfg fsyncbench.Com
 	// and the last failure is the one returned.
 	var rs []fsyncbench.CommittedResult
 	var runErr error
+	n := 0
 	for _, m := range modes {
 		for range reps {
+			n++
+			cfg.Options = cfg.InWindow(n, len(modes)*reps)
 			cfg.RW = m
 			r, err := fsyncbench.CommittedCheck(ctx, t, cfg)
 			if err != nil {

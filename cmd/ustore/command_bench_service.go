@@ -89,8 +89,9 @@ Cells run for --duration each after a short warm-up; the defaults (3 ops ×
 					if p.Elapsed > 0 {
 						rate = float64(p.Ops) / p.Elapsed.Seconds()
 					}
-					fmt.Fprintf(stderr, "\r\033[K[%d/%d] %-7s %-5s %3d clients × depth %-3d %4.1fs/%.1fs %9.0f ops/s",
-						p.Cell, p.Cells, p.System, p.Op, p.Clients, p.Depth, p.Elapsed.Seconds(), p.Duration.Seconds(), rate)
+					fmt.Fprintf(stderr, "\r\033[K%s", benchStep(p.Cell, p.Cells, p.Elapsed, p.Duration,
+						fmt.Sprintf("%-7s %-5s %3d clients × depth %-3d %4.1fs/%.1fs %9.0f ops/s",
+							p.System, p.Op, p.Clients, p.Depth, p.Elapsed.Seconds(), p.Duration.Seconds(), rate)))
 				}
 			}
 			stopProfile, err := startCPUProfile(cpuProfile)

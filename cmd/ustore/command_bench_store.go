@@ -72,7 +72,8 @@ during the timed phase. bench/store-vs-fio.sh runs this beside fio.`,
 			}
 			stderr := cmd.ErrOrStderr()
 			if showProgress(progress, stderr) {
-				cfg.Progress = func(phase string) { fmt.Fprintf(stderr, "%s\n", phase) }
+				cfg.Progress = func(phase string) { fmt.Fprintf(stderr, "\r\033[K%s\n", phase) }
+				cfg.Window = func(p storebench.WindowProgress) { fmt.Fprintf(stderr, "\r\033[K%s", storeProgressLine(p)) }
 			}
 			stopProfile, err := startCPUProfile(cpuProfile)
 			if err != nil {
@@ -80,6 +81,9 @@ during the timed phase. bench/store-vs-fio.sh runs this beside fio.`,
 			}
 			defer stopProfile()
 			results, runErr := storebench.Run(cfg)
+			if cfg.Window != nil {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
 			// What finished is printed even when a later workload failed.
 			if len(results) > 0 {
 				if err := writeResults(cmd.OutOrStdout(), asJSON, results, func(w io.Writer) { storebench.WriteText(w, results) }); err != nil {
@@ -108,4 +112,23 @@ during the timed phase. bench/store-vs-fio.sh runs this beside fio.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	f.StringVar(&progress, "progress", "auto", "show phases on stderr: auto (when a terminal), always, never")
 	return c
+}
+
+// storeProgressLine is bench store's progress line for a window: by time
+// (randwrite --duration) or by a count (bytes; overwrites with --count).
+func storeProgressLine(p storebench.WindowProgress) string {
+	rate := 0.0
+	if p.Elapsed > 0 {
+		rate = float64(p.Done) / p.Elapsed.Seconds()
+	}
+	switch {
+	case p.Duration > 0:
+		return benchStep(p.Window, p.Windows, p.Elapsed, p.Duration,
+			fmt.Sprintf("%-9s %4.0fs/%.0fs %9.0f ops/s", p.Workload, p.Elapsed.Seconds(), p.Duration.Seconds(), rate))
+	case p.Workload == "randwrite":
+		return benchCountStep(p.Window, p.Windows, p.Done, p.Total, p.Elapsed,
+			fmt.Sprintf("%-9s %d/%d overwrites %9.0f ops/s", p.Workload, p.Done, p.Total, rate))
+	}
+	return benchCountStep(p.Window, p.Windows, p.Done, p.Total, p.Elapsed,
+		fmt.Sprintf("%-9s %.0f/%.0f MB %7.1f MB/s", p.Workload, float64(p.Done)/1e6, float64(p.Total)/1e6, rate/1e6))
 }

@@ -30,6 +30,7 @@ func input(cmd *cobra.Command, args []string, i int) (io.Reader, func(), error) 
 func newPutCommand() *cobra.Command {
 	var cf clientFlags
 	var fsync bool
+	var progress string
 	c := &cobra.Command{
 		Use:   "put PATH [FILE|-]",
 		Short: "Store a file: FILE, or stdin, becomes the content of PATH",
@@ -39,12 +40,17 @@ in PATH's directory, which must exist, and renamed over PATH at the end:
 readers see the old content or the new, never a part. If the copy fails or is
 interrupted, the temporary file is removed and PATH keeps its old content.
 With --fsync the file and its name are durable when put returns; without,
-they are at the server's next commit (within its --commit-interval).` + clientLong,
+they are at the server's next commit (within its --commit-interval).
+A file of 16 MiB or more shows a progress bar (bytes, rate, time left) on
+stderr when stderr is a terminal (--progress).` + clientLong,
 		Example: `  ustore put /etc-backup/hosts /etc/hosts
   tar c ./src | ustore put --fsync /backups/src.tar
   echo hello | ustore put /greeting`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkProgressMode(progress); err != nil {
+				return err
+			}
 			p := storePath(args[0])
 			src, closeSrc, err := input(cmd, args, 1)
 			if err != nil {
@@ -56,9 +62,16 @@ they are at the server's next commit (within its --commit-interval).` + clientLo
 				if err != nil {
 					return s.fail("put", p, err)
 				}
+				bar, err := newTransferBar(cmd, progress, "put "+p, inputSize(src))
+				if err != nil {
+					w.Abort()
+					return err
+				}
 				// An error reading the input is returned as it is (it
 				// names the input); a write's is put's.
-				if _, err := copyStream(w, tagged{src}); err != nil {
+				_, err = copyStream(w, tagged{bar.reader(src)})
+				bar.finish(err == nil)
+				if err != nil {
 					w.Abort()
 					var te tagError
 					if errors.As(err, &te) {
@@ -73,18 +86,41 @@ they are at the server's next commit (within its --commit-interval).` + clientLo
 	c.ValidArgsFunction = completeArgs(&cf, false, argStore, argLocal)
 	cf.add(c)
 	c.Flags().BoolVar(&fsync, "fsync", false, "make the file and its name durable before returning")
+	addProgressFlag(c, &progress)
 	return c
 }
 
-// getTo streams the file at p into w. An error writing w is returned as
-// it is (it names the output); a read's is op's.
-func (s *session) getTo(op, p string, w io.Writer) error {
+// inputSize is the size of put's input when it is a regular file, else -1
+// (stdin from a pipe: unknown until its end).
+func inputSize(r io.Reader) int64 {
+	f, ok := r.(*os.File)
+	if !ok {
+		return -1
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return -1
+	}
+	return fi.Size()
+}
+
+// getTo streams the file at p into w, with a progress bar when bar, given
+// the file's size, returns one. An error writing w is returned as it is
+// (it names the output); a read's is op's.
+func (s *session) getTo(op, p string, w io.Writer, bar func(size int64) (*transferBar, error)) error {
 	r, err := s.c.OpenReader(s.ctx, p)
 	if err != nil {
 		return s.fail(op, p, err)
 	}
 	defer r.Close()
-	_, err = copyStream(w, tagged{r})
+	var b *transferBar
+	if bar != nil {
+		if b, err = bar(int64(r.Attr().Size)); err != nil {
+			return err
+		}
+	}
+	_, err = copyStream(b.writer(w), tagged{r})
+	b.finish(err == nil)
 	var te tagError
 	if errors.As(err, &te) {
 		return s.fail(op, p, te.err)
@@ -110,29 +146,34 @@ func (t tagged) Read(p []byte) (int, error) {
 
 func newGetCommand() *cobra.Command {
 	var cf clientFlags
-	var output string
+	var output, progress string
 	c := &cobra.Command{
 		Use:   "get PATH",
 		Short: "Write a file's content to stdout (or to --output)",
 		Long: `Write the content of the file at PATH to stdout, or to a local file with
 --output. The file is streamed (pipelined reads of 1 MiB chunks), so it may be
 larger than memory; its content is the one it had when get began, up to the
-size it had then.` + clientLong,
+size it had then. A file of 16 MiB or more shows a progress bar (bytes,
+rate, time left) on stderr when stderr is a terminal (--progress).` + clientLong,
 		Example: `  ustore get /greeting
   ustore get /backups/src.tar | tar x
   ustore get -o hosts /etc-backup/hosts`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkProgressMode(progress); err != nil {
+				return err
+			}
 			p := storePath(args[0])
+			bar := func(size int64) (*transferBar, error) { return newTransferBar(cmd, progress, "get "+p, size) }
 			return cf.run(cmd, func(s *session) error {
 				if output == "" || output == "-" {
-					return s.getTo("get", p, cmd.OutOrStdout())
+					return s.getTo("get", p, cmd.OutOrStdout(), bar)
 				}
 				f, err := os.Create(output)
 				if err != nil {
 					return err
 				}
-				err = s.getTo("get", p, f)
+				err = s.getTo("get", p, f, bar)
 				if cerr := f.Close(); err == nil {
 					err = cerr
 				}
@@ -146,6 +187,7 @@ size it had then.` + clientLong,
 	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
 	c.Flags().StringVarP(&output, "output", "o", "", "write to this local file instead of stdout")
+	addProgressFlag(c, &progress)
 	return c
 }
 
@@ -162,7 +204,7 @@ as get streams it. It stops at the first file that cannot be read.` + clientLong
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.run(cmd, func(s *session) error {
 				for _, a := range args {
-					if err := s.getTo("cat", storePath(a), cmd.OutOrStdout()); err != nil {
+					if err := s.getTo("cat", storePath(a), cmd.OutOrStdout(), nil); err != nil {
 						return err
 					}
 				}

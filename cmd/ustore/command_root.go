@@ -30,7 +30,11 @@ Exit codes: 0 success, 1 the command failed, 2 bad flags or arguments (fsck has
 e2fsck's: see 'ustore fsck --help'). --json output and exit codes: docs/CLI.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version: the build and the on-disk format (build_version.go);
+		// `ustore version` says more (Go, kernel, I/O backend).
+		Version: readBuildInfo().String(),
 	}
+	root.SetVersionTemplate("ustore {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err}
 	})

@@ -141,12 +141,14 @@ log replay): the data file is never created or formatted. If the device
 holds an fsync log to replay, serve refuses and says so: run 'ustore fsck'
 (which replays it) or serve it read-write once first; if that replay fails
 on the damaged tree, --skip-log-replay serves the last commit without the
-log, so without the files fsynced after it (a warning says so).`,
+log, so without the files fsynced after it (a warning says so).
+
+` + serveEnvHelp,
 		Example: `  ustore serve                                  # ./ustore-data/ustore.img, 1 GiB
   ustore serve --device /srv/ustore.img --size 64G --socket /run/ustore.sock \
                --socket-group ustore --allow-gid ustore`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: withFlagEnv(func(cmd *cobra.Command, args []string) error {
 			var err error
 			parse := func(flag, v string) int64 {
 				n, perr := parseBytes(v)
@@ -209,7 +211,7 @@ log, so without the files fsynced after it (a warning says so).`,
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sigs)
 			return runServe(cfg, log, sigs)
-		},
+		}),
 	}
 	f := c.Flags()
 	f.StringVar(&cfg.Device, "device", defaultDevice, "data file or block device")

@@ -43,6 +43,9 @@ var allowed = map[string][]string{
 	// internal/jaegertest runs Jaeger for tests; it tests any package, so
 	// it imports none.
 	"internal/jaegertest": {},
+	// internal/readmetest walks README.md's blocks with the built ustore
+	// binary; only its tests import (internal/jaegertest).
+	"internal/readmetest": {},
 	// bench/storebench is the `ustore bench store` workloads on the filesystem.
 	"bench/storebench": {"store", "dev", "dev/devopen", "bench/layout"},
 	// bench/servicebench is `ustore bench service`: a real server and
