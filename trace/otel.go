@@ -203,7 +203,7 @@ const (
 // cannot be read.
 func tracingTarget(endpoint string) (target exportTarget, off string, err error) {
 	if endpoint != "" {
-		u, err := endpointURL(endpoint, false)
+		u, err := endpointURL("--otlp-endpoint", endpoint, false)
 		return exportTarget{URL: u, Source: "--otlp-endpoint"}, "", err
 	}
 	name, env := envTracesEndpoint, os.Getenv(envTracesEndpoint)
@@ -218,10 +218,7 @@ func tracingTarget(endpoint string) (target exportTarget, off string, err error)
 	case os.Getenv("OTEL_TRACES_EXPORTER") == "none":
 		return exportTarget{}, "OTEL_TRACES_EXPORTER=none", nil
 	}
-	u, err := endpointURL(env, name == envTracesEndpoint)
-	if err != nil {
-		err = fmt.Errorf("%s: %w", name, err)
-	}
+	u, err := endpointURL(name, env, name == envTracesEndpoint)
 	return exportTarget{URL: u, Source: name}, "", err
 }
 
@@ -241,14 +238,15 @@ func Configured(endpoint string) bool {
 // A base endpoint gets "/v1/traces" appended; a per-signal one
 // (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is used as it is, "/" when it has
 // no path, as the OpenTelemetry specification says.
-func endpointURL(endpoint string, perSignal bool) (string, error) {
+// source names the flag or variable endpoint came from, for the error.
+func endpointURL(source, endpoint string, perSignal bool) (string, error) {
 	raw := endpoint
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("%w: %q (want host:port or http(s)://host:port[/path])", ErrBadEndpoint, endpoint)
+		return "", fmt.Errorf("%w: %s=%q (want host:port or http(s)://host:port[/path])", ErrBadEndpoint, source, endpoint)
 	}
 	switch {
 	case !perSignal:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -198,8 +199,12 @@ func Offset(off uint64) attribute.KeyValue { return attribute.Int64("ustore.offs
 // Status is a failed request's status: the errno's name ("ENOENT").
 func Status(s string) attribute.KeyValue { return attribute.String("ustore.status", s) }
 
-// Args is a command's arguments, for a client command's root span.
-func Args(args []string) attribute.KeyValue { return attribute.StringSlice("ustore.args", args) }
+// Args is a command's arguments, for a client command's root span: one
+// string, joined by spaces, as a shell would show them (Jaeger draws a
+// string array as JSON).
+func Args(args []string) attribute.KeyValue {
+	return attribute.String("ustore.args", strings.Join(args, " "))
+}
 
 // Phase is a commit phase ("update_roots", "write_nodes", "flush", "super").
 func Phase(phase string) attribute.KeyValue { return attribute.String("ustore.phase", phase) }

@@ -73,11 +73,7 @@ type session struct {
 
 // connect dials the server. The context ends with --timeout, or at SIGINT
 // or SIGTERM (so that a put interrupted removes its temporary file).
-func (f *clientFlags) connect(cmd *cobra.Command) (*session, error) {
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func (f *clientFlags) connect(ctx context.Context) (*session, error) {
 	s := &session{flags: f}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	s.cancels = append(s.cancels, stop)
@@ -100,9 +96,12 @@ func (f *clientFlags) connect(cmd *cobra.Command) (*session, error) {
 
 // run is every client verb's preamble: connect, run fn with the session,
 // close. A verb parses its arguments before it calls run, so that a usage
-// error (exit 2) needs no server.
-func (f *clientFlags) run(cmd *cobra.Command, fn func(s *session) error) error {
-	s, err := f.connect(cmd)
+// error (exit 2) needs no server. When tracing is configured, the whole
+// command is one trace (startCommandTrace).
+func (f *clientFlags) run(cmd *cobra.Command, fn func(s *session) error) (err error) {
+	ctx, end := startCommandTrace(cmd)
+	defer func() { end(err) }()
+	s, err := f.connect(ctx)
 	if err != nil {
 		return err
 	}
