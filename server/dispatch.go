@@ -41,7 +41,7 @@ func (c *conn) startRequest(req proto.Request, tp proto.Traceparent) (ctx contex
 	start := time.Now()
 	ctx, span := trace.Start(ctx, spanName(op), trace.Op(op.String()))
 	if span.IsRecording() {
-		span.SetAttributes(requestAttrs(req)...)
+		setRequestAttrs(span, req)
 	}
 	binding := span.Bind() // lock waits of this goroutine name the span (eBPF)
 	return ctx, func(reply proto.Reply, err error) {

@@ -45,7 +45,9 @@ const clientLong = `
 The server is found at --socket: by default $USTORE_SOCKET, else
 ustore-data/ustore.sock (where 'ustore serve' puts it). Paths are absolute
 within the store ("a/b" is "/a/b"). Exit codes: 0 success, 1 the operation
-failed (one line on stderr says why), 2 bad flags or arguments.`
+failed (one line on stderr says why), 2 bad flags or arguments. With
+$OTEL_EXPORTER_OTLP_ENDPOINT set (host:port or a URL), the command and its
+requests are one trace, of service ustore-cli (docs/TRACING.md).`
 
 // clientFlags are what every client command takes: where the server is,
 // and how long the whole command may take.
