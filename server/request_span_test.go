@@ -77,7 +77,7 @@ func TestServer_RequestSpan_AttrsAndStatus(t *testing.T) {
 		var kv []string
 		for _, a := range s.Attributes() {
 			if a.Key != "ustore.op" {
-				kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+				kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 			}
 		}
 		sort.Strings(kv)
