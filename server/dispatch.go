@@ -30,7 +30,8 @@ func Traceparent(ctx context.Context) string {
 // the peer is gone or a shutdown is forced) with the frame's traceparent.
 // It is the tracing seam: the request's span ("ustore.<op>") starts here,
 // and end, called with the request's outcome, ends it.
-func (c *conn) startRequest(op proto.Op, tp proto.Traceparent) (ctx context.Context, end func(error)) {
+func (c *conn) startRequest(req proto.Request, tp proto.Traceparent) (ctx context.Context, end func(proto.Reply, error)) {
+	op := req.Op()
 	ctx = c.ctx
 	if !tp.IsZero() {
 		s := tp.String()
@@ -39,12 +40,13 @@ func (c *conn) startRequest(op proto.Op, tp proto.Traceparent) (ctx context.Cont
 	}
 	start := time.Now()
 	ctx, span := trace.Start(ctx, spanName(op), trace.Op(op.String()))
+	if span.IsRecording() {
+		setRequestAttrs(span, req)
+	}
 	binding := span.Bind() // lock waits of this goroutine name the span (eBPF)
-	return ctx, func(err error) {
+	return ctx, func(reply proto.Reply, err error) {
 		binding.Unbind()
-		if err != nil {
-			span.RecordError(err)
-		}
+		endRequestSpan(span, reply, err)
 		span.End()
 		trace.RecordRequest(op.String(), time.Since(start))
 	}
@@ -72,7 +74,7 @@ func spanName(op proto.Op) string {
 // the writer. reqBuf holds the request's frame (a write's data aliases it).
 func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
 	defer c.workers.Done()
-	ctx, end := c.startRequest(req.Op(), tp)
+	ctx, end := c.startRequest(req, tp)
 	if h := c.s.testHook; h != nil {
 		h(ctx, req)
 	}
@@ -87,7 +89,7 @@ func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[
 	if err == nil {
 		reply, out, err = c.s.dispatch(ctx, req, limits)
 	}
-	end(err)
+	end(reply, err)
 	proto.PutBuffer(reqBuf)
 	if out == nil {
 		// Taken at its largest (a readdir's entries), so that encoding

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -28,9 +29,9 @@ type Config struct {
 	// --otlp-endpoint): "host:port" (plain HTTP) or a base URL such as
 	// "http://127.0.0.1:4318" or "https://collector:4318", to which
 	// "/v1/traces" is appended as OTEL_EXPORTER_OTLP_ENDPOINT would have it.
-	// It wins over the environment. Empty: OTEL_EXPORTER_OTLP_ENDPOINT or
-	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT decide; when neither is set either,
-	// tracing is off.
+	// It wins over the environment. Empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+	// (used as it is) or OTEL_EXPORTER_OTLP_ENDPOINT (the same two forms)
+	// decide; when neither is set either, tracing is off.
 	Endpoint string
 	// ServiceName is the resource's service.name; "" means "ustore".
 	// OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES)
@@ -109,9 +110,13 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	if timeout <= 0 {
 		timeout = DefaultShutdownTimeout
 	}
+	// Everything the SDK has to say goes through log, one line each: the
+	// errors it hands to otel.Handle (a failed export) and what it logs
+	// itself (by default a raw "internal_logging.go:50" line on stderr).
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("trace: opentelemetry", "err", err)
 	}))
+	otel.SetLogger(logr.New(&sdkLogSink{log: log}))
 
 	// stops are the started parts' shutdowns; mu keeps two concurrent
 	// shutdown calls from running one twice.
@@ -147,16 +152,20 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 		return nil, err
 	}
 
-	if on, why := tracingOn(cfg.Endpoint); on {
-		stop, err := startTracing(ctx, cfg.Endpoint, res)
+	target, off, err := tracingTarget(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if target.URL != "" {
+		stop, err := startTracing(ctx, target, res)
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, stop)
-		log.Info("trace: exporting spans over OTLP/HTTP", "endpoint", why,
+		log.Info("trace: exporting spans over OTLP/HTTP", "endpoint", target.URL, "source", target.Source,
 			"service", serviceName(res))
 	} else {
-		log.Info("trace: tracing off", "why", why)
+		log.Info("trace: tracing off", "why", off)
 	}
 
 	if cfg.MetricsAddr != "" {
@@ -173,40 +182,108 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	return stopAll, nil
 }
 
-// tracingOn applies Setup's table. why is the endpoint when on, the reason
-// when off.
-func tracingOn(endpoint string) (on bool, why string) {
+// exportTarget is where spans go and who asked for it.
+type exportTarget struct {
+	// URL is the full URL the exporter POSTs spans to,
+	// "http://127.0.0.1:4318/v1/traces".
+	URL string
+	// Source names what gave it: "--otlp-endpoint" (Config.Endpoint),
+	// "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" or "OTEL_EXPORTER_OTLP_ENDPOINT".
+	Source string
+}
+
+// The environment variables naming the collector, most specific first.
+const (
+	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	envEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+)
+
+// tracingTarget applies Setup's table: where spans go, or why tracing is
+// off (target.URL == ""). err is ErrBadEndpoint for an endpoint that
+// cannot be read.
+func tracingTarget(endpoint string) (target exportTarget, off string, err error) {
 	if endpoint != "" {
-		return true, endpoint
+		u, err := endpointURL("--otlp-endpoint", endpoint, false)
+		return exportTarget{URL: u, Source: "--otlp-endpoint"}, "", err
 	}
-	env := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	name, env := envTracesEndpoint, os.Getenv(envTracesEndpoint)
 	if env == "" {
-		env = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		name, env = envEndpoint, os.Getenv(envEndpoint)
 	}
 	switch {
 	case env == "":
-		return false, "no --otlp-endpoint and no OTEL_EXPORTER_OTLP_ENDPOINT"
+		return exportTarget{}, "no --otlp-endpoint and no " + envEndpoint, nil
 	case strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true"):
-		return false, "OTEL_SDK_DISABLED=true"
+		return exportTarget{}, "OTEL_SDK_DISABLED=true", nil
 	case os.Getenv("OTEL_TRACES_EXPORTER") == "none":
-		return false, "OTEL_TRACES_EXPORTER=none"
+		return exportTarget{}, "OTEL_TRACES_EXPORTER=none", nil
 	}
-	return true, env
+	u, err := endpointURL(name, env, name == envTracesEndpoint)
+	return exportTarget{URL: u, Source: name}, "", err
+}
+
+// Configured reports whether Setup, given endpoint as Config.Endpoint,
+// would turn tracing on: a command that only traces when asked to (the
+// client commands, which read the environment alone) tests it before it
+// pays for Setup.
+func Configured(endpoint string) bool {
+	target, _, err := tracingTarget(endpoint)
+	return target.URL != "" || err != nil
+}
+
+// endpointURL is the URL spans are POSTed to for an endpoint given as
+// "host:port" (plain HTTP: the form --otlp-endpoint documents, and one
+// that the exporter's own reading of OTEL_EXPORTER_OTLP_ENDPOINT turns
+// into https://localhost:4318 after a parse error) or as an http(s) URL.
+// A base endpoint gets "/v1/traces" appended; a per-signal one
+// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is used as it is, "/" when it has
+// no path, as the OpenTelemetry specification says.
+// source names the flag or variable endpoint came from, for the error.
+func endpointURL(source, endpoint string, perSignal bool) (string, error) {
+	raw := endpoint
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("%w: %s=%q (want host:port or http(s)://host:port[/path])", ErrBadEndpoint, source, endpoint)
+	}
+	switch {
+	case !perSignal:
+		u.Path = path.Join("/", u.Path, "v1/traces")
+	case u.Path == "":
+		u.Path = "/"
+	}
+	return u.String(), nil
+}
+
+// exporting is the target of the Setup in force; nil while tracing is off.
+var exporting atomic.Pointer[exportTarget]
+
+// Exporting returns where spans go while a Setup turned tracing on: the
+// full URL and what named it ("--otlp-endpoint" or the environment
+// variable), for a command's start-up log line. Both are "" while tracing
+// is off.
+func Exporting() (url, source string) {
+	if t := exporting.Load(); t != nil {
+		return t.URL, t.Source
+	}
+	return "", ""
 }
 
 // startTracing builds the exporter and provider and makes Start use them.
-func startTracing(ctx context.Context, endpoint string, res *resource.Resource) (func(context.Context) error, error) {
+func startTracing(ctx context.Context, target exportTarget, res *resource.Resource) (func(context.Context) error, error) {
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if p := os.Getenv(name); p != "" && p != "http/protobuf" && p != "http/json" {
 			return nil, fmt.Errorf("%w: %s=%s (ustore exports OTLP over HTTP: use http/protobuf and port 4318)",
 				ErrUnsupportedProtocol, name, p)
 		}
 	}
-	opts, err := endpointOptions(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	// The URL always comes from tracingTarget, also when the environment
+	// named it, so that "host:port" means plain HTTP there as it does for
+	// --otlp-endpoint. The exporter still reads the rest of
+	// OTEL_EXPORTER_OTLP_* (headers, timeout, certificates, compression).
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(target.URL))
 	if err != nil {
 		return nil, fmt.Errorf("trace: OTLP exporter: %w", err)
 	}
@@ -215,6 +292,7 @@ func startTracing(ctx context.Context, endpoint string, res *resource.Resource) 
 		sdktrace.WithResource(res),
 	)
 	restore := UseTracerProvider(tp)
+	exporting.Store(&target)
 	// Other OpenTelemetry users in the process (libraries) see the same
 	// provider and propagate W3C trace context like ContextWithRemoteParent.
 	otel.SetTracerProvider(tp)
@@ -222,34 +300,12 @@ func startTracing(ctx context.Context, endpoint string, res *resource.Resource) 
 		propagation.TraceContext{}, propagation.Baggage{}))
 	return func(ctx context.Context) error {
 		restore()
+		exporting.CompareAndSwap(&target, nil)
 		if err := tp.Shutdown(ctx); err != nil {
 			return fmt.Errorf("trace: tracer provider shutdown: %w", err)
 		}
 		return nil
 	}, nil
-}
-
-// endpointOptions turns Config.Endpoint into exporter options; with no
-// endpoint the exporter reads the environment itself.
-func endpointOptions(endpoint string) ([]otlptracehttp.Option, error) {
-	if endpoint == "" {
-		return nil, nil
-	}
-	if !strings.Contains(endpoint, "://") {
-		return []otlptracehttp.Option{otlptracehttp.WithEndpoint(endpoint), otlptracehttp.WithInsecure()}, nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("%w: %q (want host:port or http(s)://host:port[/path])", ErrBadEndpoint, endpoint)
-	}
-	opts := []otlptracehttp.Option{
-		otlptracehttp.WithEndpoint(u.Host),
-		otlptracehttp.WithURLPath(path.Join("/", u.Path, "v1/traces")),
-	}
-	if u.Scheme == "http" {
-		opts = append(opts, otlptracehttp.WithInsecure())
-	}
-	return opts, nil
 }
 
 // newResource describes this process: service.name (Config's, overridden by

@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -53,32 +56,131 @@ func TestSetup_NothingConfigured_Off(t *testing.T) {
 	}
 }
 
-// TestSetup_Env_Table checks Setup's table for the environment.
+// TestSetup_Env_Table checks Setup's table for the environment, and that
+// the endpoint reported is the URL used and names its source.
 func TestSetup_Env_Table(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		endpoint string
 		env      map[string]string
-		on       bool
+		url      string // "": off
+		source   string
 	}{
-		{"flag", "127.0.0.1:1", nil, true},
-		{"flag beats disable", "127.0.0.1:1", map[string]string{"OTEL_SDK_DISABLED": "true"}, true},
-		{"env", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, true},
-		{"traces env", "", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/v1/traces"}, true},
-		{"env disabled", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "TRUE"}, false},
-		{"env exporter none", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_EXPORTER": "none"}, false},
-		{"nothing", "", nil, false},
+		{"flag", "127.0.0.1:1", nil, "http://127.0.0.1:1/v1/traces", "--otlp-endpoint"},
+		{"flag beats env", "https://c:1/otlp", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:2"},
+			"https://c:1/otlp/v1/traces", "--otlp-endpoint"},
+		{"flag beats disable", "127.0.0.1:1", map[string]string{"OTEL_SDK_DISABLED": "true"}, "http://127.0.0.1:1/v1/traces", "--otlp-endpoint"},
+		{"env", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
+			"http://127.0.0.1:1/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"env host:port", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "127.0.0.1:1"},
+			"http://127.0.0.1:1/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"env name:port", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"},
+			"http://localhost:4318/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"traces env as is", "", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:1/custom"},
+			"http://127.0.0.1:1/custom", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{"traces env no path", "", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:1",
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:2"}, "http://127.0.0.1:1/", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{"env disabled", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "TRUE"}, "", ""},
+		{"env exporter none", "", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_EXPORTER": "none"}, "", ""},
+		{"nothing", "", nil, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clearOTELEnv(t)
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			if on, why := tracingOn(c.endpoint); on != c.on {
-				t.Fatalf("tracing on %v (%s), want %v", on, why, c.on)
+			target, off, err := tracingTarget(c.endpoint)
+			if err != nil || target.URL != c.url || target.Source != c.source {
+				t.Fatalf("tracingTarget: %+v (off: %q) %v, want URL %q from %q", target, off, err, c.url, c.source)
+			}
+			if Configured(c.endpoint) != (c.url != "") {
+				t.Fatalf("Configured = %v, want %v", Configured(c.endpoint), c.url != "")
 			}
 		})
 	}
+}
+
+// TestSetup_BadEnvEndpoint_Refused: an endpoint variable that is neither
+// form is refused naming the variable, as a bad --otlp-endpoint is.
+func TestSetup_BadEnvEndpoint_Refused(t *testing.T) {
+	clearOTELEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://x:1")
+	_, err := Setup(context.Background(), Config{Logger: quiet})
+	if !errors.Is(err, ErrBadEndpoint) || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+		t.Fatalf("Setup: %v, want ErrBadEndpoint naming the variable", err)
+	}
+	if !Configured("") {
+		t.Fatal("Configured: false for a bad endpoint, which Setup refuses rather than ignores")
+	}
+}
+
+// TestSetup_EnvHostPort_LogsEndpoint: with OTEL_EXPORTER_OTLP_ENDPOINT in
+// host:port form, Setup's log names the URL used and its source, Exporting
+// reports them while tracing is on, and the SDK's own failed parse of the
+// variable (a raw "internal_logging.go" line before) says nothing.
+func TestSetup_EnvHostPort_LogsEndpoint(t *testing.T) {
+	clearOTELEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:1")
+	var buf syncBuffer
+	shutdown := mustSetup(t, Config{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	url, source := Exporting()
+	if url != "http://127.0.0.1:1/v1/traces" || source != "OTEL_EXPORTER_OTLP_ENDPOINT" {
+		t.Errorf("Exporting() = %q, %q", url, source)
+	}
+	if err := shutdown(context.Background()); err != nil {
+		t.Logf("shutdown (no collector): %v", err)
+	}
+	if url, source := Exporting(); url != "" || source != "" {
+		t.Errorf("after shutdown Exporting() = %q, %q, want nothing", url, source)
+	}
+	log := buf.String()
+	if !strings.Contains(log, `msg="trace: exporting spans over OTLP/HTTP" endpoint=http://127.0.0.1:1/v1/traces source=OTEL_EXPORTER_OTLP_ENDPOINT`) {
+		t.Errorf("log lacks the endpoint and its source:\n%s", log)
+	}
+	if strings.Contains(log, "parse url") {
+		t.Errorf("the SDK's parse error of the variable is logged:\n%s", log)
+	}
+}
+
+// TestSetup_SDKLog_ThroughLogger: what the OpenTelemetry SDK logs itself
+// (here an exporter given a URL it cannot parse) comes out of Setup's
+// logger as one line, not as the SDK's default stderr line.
+func TestSetup_SDKLog_ThroughLogger(t *testing.T) {
+	clearOTELEnv(t)
+	var buf syncBuffer
+	mustSetup(t, Config{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if _, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL("http://%zz")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var got []string
+	for _, l := range lines {
+		if strings.Contains(l, "opentelemetry") {
+			got = append(got, l)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], `level=WARN msg="trace: opentelemetry: otlptrace: parse endpoint url"`) ||
+		!strings.Contains(got[0], `url=http://%zz`) {
+		t.Fatalf("want one WARN line from the SDK, got:\n%s", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the SDK's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestSetup_GRPCProtocol_Refused: an OTLP protocol Setup does not speak is
@@ -180,14 +282,17 @@ func TestSetup_Endpoint_Forms(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := srv.Listener.Addr().String()
-	for _, c := range []struct{ endpoint, env, path string }{
-		{host, "", "/v1/traces"},
-		{"http://" + host, "", "/v1/traces"},
-		{"http://" + host + "/otlp", "", "/otlp/v1/traces"},
-		{"", "http://" + host, "/v1/traces"},
+	for _, c := range []struct{ endpoint, env, tracesEnv, path string }{
+		{host, "", "", "/v1/traces"},
+		{"http://" + host, "", "", "/v1/traces"},
+		{"http://" + host + "/otlp", "", "", "/otlp/v1/traces"},
+		{"", "http://" + host, "", "/v1/traces"},
+		{"", host, "", "/v1/traces"}, // the SDK alone posts to https://localhost:4318
+		{"", "", "http://" + host + "/custom", "/custom"},
 	} {
 		clearOTELEnv(t)
 		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", c.env)
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", c.tracesEnv)
 		mu.Lock()
 		paths = nil
 		mu.Unlock()

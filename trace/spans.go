@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -176,6 +177,34 @@ func Contexts(n int) attribute.KeyValue { return attribute.Int("ustore.contexts"
 
 // Op is a request's operation name ("create", "write", "fsync", ...).
 func Op(op string) attribute.KeyValue { return attribute.String("ustore.op", op) }
+
+// Dir is the inode number of the directory a request names an entry of.
+func Dir(ino uint64) attribute.KeyValue { return attribute.Int64("ustore.dir", int64(ino)) }
+
+// Name is a directory entry's name.
+func Name(name string) attribute.KeyValue { return attribute.String("ustore.name", name) }
+
+// NewDir is a rename's target directory.
+func NewDir(ino uint64) attribute.KeyValue { return attribute.Int64("ustore.new_dir", int64(ino)) }
+
+// NewName is a rename's target name.
+func NewName(name string) attribute.KeyValue { return attribute.String("ustore.new_name", name) }
+
+// Path is a path within the store ("/a/b"), of the ops that take one.
+func Path(p string) attribute.KeyValue { return attribute.String("ustore.path", p) }
+
+// Offset is a read's or write's byte offset in its file.
+func Offset(off uint64) attribute.KeyValue { return attribute.Int64("ustore.offset", int64(off)) }
+
+// Status is a failed request's status: the errno's name ("ENOENT").
+func Status(s string) attribute.KeyValue { return attribute.String("ustore.status", s) }
+
+// Args is a command's arguments, for a client command's root span: one
+// string, joined by spaces, as a shell would show them (Jaeger draws a
+// string array as JSON).
+func Args(args []string) attribute.KeyValue {
+	return attribute.String("ustore.args", strings.Join(args, " "))
+}
 
 // Phase is a commit phase ("update_roots", "write_nodes", "flush", "super").
 func Phase(phase string) attribute.KeyValue { return attribute.String("ustore.phase", phase) }

@@ -46,7 +46,9 @@ const clientLong = `
 The server is found at --socket: by default $USTORE_SOCKET, else
 ustore-data/ustore.sock (where 'ustore serve' puts it). Paths are absolute
 within the store ("a/b" is "/a/b"). Exit codes: 0 success, 1 the operation
-failed (one line on stderr says why), 2 bad flags or arguments.`
+failed (one line on stderr says why), 2 bad flags or arguments. With
+$OTEL_EXPORTER_OTLP_ENDPOINT set (host:port or a URL), the command and its
+requests are one trace, of service ustore-cli (docs/TRACING.md).`
 
 // clientFlags are what every client command takes: where the server is,
 // and how long the whole command may take.
@@ -74,11 +76,7 @@ type session struct {
 
 // connect dials the server. The context ends with --timeout, or at SIGINT
 // or SIGTERM (so that a put interrupted removes its temporary file).
-func (f *clientFlags) connect(cmd *cobra.Command) (*session, error) {
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func (f *clientFlags) connect(ctx context.Context) (*session, error) {
 	s := &session{flags: f}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	s.cancels = append(s.cancels, stop)
@@ -101,9 +99,12 @@ func (f *clientFlags) connect(cmd *cobra.Command) (*session, error) {
 
 // run is every client verb's preamble: connect, run fn with the session,
 // close. A verb parses its arguments before it calls run, so that a usage
-// error (exit 2) needs no server.
-func (f *clientFlags) run(cmd *cobra.Command, fn func(s *session) error) error {
-	s, err := f.connect(cmd)
+// error (exit 2) needs no server. When tracing is configured, the whole
+// command is one trace (startCommandTrace).
+func (f *clientFlags) run(cmd *cobra.Command, fn func(s *session) error) (err error) {
+	ctx, end := startCommandTrace(cmd)
+	defer func() { end(err) }()
+	s, err := f.connect(ctx)
 	if err != nil {
 		return err
 	}

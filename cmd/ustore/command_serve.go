@@ -387,9 +387,12 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	if err != nil {
 		return err
 	}
+	// The endpoint spans really go to, wherever it came from (the flag or
+	// OTEL_EXPORTER_OTLP_*), not the flag's value.
+	otlpURL, otlpSource := trace.Exporting()
 	log.Info("ustore serving", "device", cfg.Device, "bytes", d.Size(), "backend", choice.Backend, "backend_reason", choice.Reason,
 		"formatted", created || formatted, "socket", cfg.Socket, "mount_duration", mounted,
-		"tracing", trace.Enabled(), "otlp_endpoint", cfg.OTLPEndpoint, "metrics_addr", cfg.MetricsAddr)
+		"tracing", trace.Enabled(), "otlp_endpoint", otlpURL, "otlp_endpoint_source", otlpSource, "metrics_addr", cfg.MetricsAddr)
 	if err := sdNotify("READY=1"); err != nil {
 		log.Warn("sd_notify READY=1 failed", "err", err)
 	}
