@@ -46,8 +46,18 @@ func (c *conn) startRequest(op proto.Op, tp proto.Traceparent) (ctx context.Cont
 			span.RecordError(err)
 		}
 		span.End()
-		trace.RecordRequest(op.String(), time.Since(start))
+		trace.RecordRequest(op.String(), requestStatus(err), time.Since(start))
 	}
+}
+
+// requestStatus is a request's status label on /metrics: "ok", or the
+// name of the errno the client is answered ("ENOENT"), as StatusOf maps
+// err.
+func requestStatus(err error) string {
+	if s := proto.StatusOf(err); s != proto.StatusOK {
+		return s.String()
+	}
+	return "ok"
 }
 
 // spanNames are the request spans' names, "ustore.<op>", made once.
