@@ -3,6 +3,7 @@ package engine
 import (
 	"sync/atomic"
 
+	"ustore/evict"
 	"ustore/lock"
 )
 
@@ -13,7 +14,8 @@ type treeStats struct {
 
 // TreeStats are a tree's counters since mount: benchmarks show them.
 type TreeStats struct {
-	CoWs, LeafSplits, NodeSplits, Merges, Rebalances, Restarts uint64
+	CoWs                                                 uint64 `metric:"name=cows"`
+	LeafSplits, NodeSplits, Merges, Rebalances, Restarts uint64
 	// ParentWriteLocks counts internal nodes a search write-locked: the
 	// parent write locks that an insLen 0 search avoids.
 	ParentWriteLocks uint64
@@ -44,6 +46,10 @@ func (e *Engine) Stats() Stats {
 	s := &e.stats
 	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load()}
 }
+
+// CacheStats returns the node cache's counters and size: its hit ratio is
+// Hits/(Hits+Misses).
+func (e *Engine) CacheStats() evict.Stats { return e.cache.Stats() }
 
 // LockStats returns the node-lock wait accounting of each level of the tree
 // (index = level) and of its root pointer (last): only contended

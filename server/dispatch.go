@@ -48,8 +48,18 @@ func (c *conn) startRequest(req proto.Request, tp proto.Traceparent) (ctx contex
 		binding.Unbind()
 		endRequestSpan(span, reply, err)
 		span.End()
-		trace.RecordRequest(op.String(), time.Since(start))
+		trace.RecordRequest(op.String(), requestStatus(err), time.Since(start))
 	}
+}
+
+// requestStatus is a request's status label on /metrics: "ok", or the
+// name of the errno the client is answered ("ENOENT"), as StatusOf maps
+// err.
+func requestStatus(err error) string {
+	if s := proto.StatusOf(err); s != proto.StatusOK {
+		return s.String()
+	}
+	return "ok"
 }
 
 // spanNames are the request spans' names, "ustore.<op>", made once.

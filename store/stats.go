@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"ustore/engine"
+	"ustore/evict"
 	"ustore/logtree"
 )
 
@@ -21,7 +22,10 @@ type storeStats struct {
 	nameItemFull                    atomic.Uint64
 }
 
-// Stats are the store's counters since mount.
+// Stats are the store's counters since mount, and a few values now.
+// `ustore serve --metrics-addr` serves every field (cmd/ustore): a
+// counter unless its tag says `metric:"gauge"`, a map as one family
+// labelled by its key.
 type Stats struct {
 	// FsyncCommitted counts fsyncs that found their inode's last change
 	// committed; FsyncInLog those that found it in a durable log (both
@@ -30,11 +34,11 @@ type Stats struct {
 	// FsyncFallbacks saying why.
 	FsyncCommitted, FsyncCommit uint64
 	FsyncInLog, FsyncLogged     uint64
-	FsyncFallbacks              map[string]uint64
-	WritebackBlocks             uint64 // blocks written back
-	WritebackErrors             uint64 // failed background writebacks
-	ExtentsWritten              uint64 // extents created by writeback
-	CsumErrors                  uint64 // data blocks that failed their checksum
+	FsyncFallbacks              map[string]uint64 `metric:"label=reason"`
+	WritebackBlocks             uint64            // blocks written back
+	WritebackErrors             uint64            // failed background writebacks
+	ExtentsWritten              uint64            // extents created by writeback
+	CsumErrors                  uint64            // data blocks that failed their checksum
 	// RenameWritebacks counts renames over an existing name that wrote
 	// back the source's buffered data first (rename.go).
 	RenameWritebacks uint64
@@ -45,13 +49,16 @@ type Stats struct {
 	// chain's DIR_ITEM, an inode's INODE_REF in one directory) would
 	// not fit in a leaf: EOVERFLOW or EMLINK (name_room.go).
 	NameItemFull uint64
-	DirtyBytes   int64 // buffered now
-	Inodes       int   // in memory now
+	DirtyBytes   int64 `metric:"gauge"` // buffered now
+	Inodes       int   `metric:"gauge"` // in memory now
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
 	Log     logtree.Stats
 	LogTree engine.TreeStats
+	// NodeCache is the engine's cache of tree nodes: hits and misses
+	// (a dashboard's hit ratio), loads, evictions, its size now.
+	NodeCache evict.Stats
 }
 
 // Stats returns the store's counters.
@@ -65,7 +72,7 @@ func (s *Store) Stats() Stats {
 		RenameWritebacks: s.stats.renameWritebacks.Load(), SpaceWaits: s.stats.spaceWaits.Load(),
 		NameItemFull: s.stats.nameItemFull.Load(),
 		DirtyBytes:   s.wb.dirtyBytes(), Inodes: s.itab.count(),
-		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
+		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(), NodeCache: s.e.CacheStats(),
 	}
 }
 

@@ -63,7 +63,7 @@ func CountBounds() []float64 {
 // instruments are the histograms the Record functions feed. Its fields are
 // set once, before it is published in meters, and never written again.
 type instruments struct {
-	request     metric.Float64Histogram // by op
+	request     metric.Float64Histogram // by op and status
 	fsync       metric.Float64Histogram
 	logSync     metric.Float64Histogram
 	commit      metric.Float64Histogram
@@ -72,9 +72,15 @@ type instruments struct {
 	ringBatch   metric.Int64Histogram
 	logBatch    metric.Int64Histogram
 
-	byOp    optionCache[string]
+	byOp    optionCache[opStatus]
 	byPhase optionCache[string]
 	byLock  optionCache[lockKey]
+}
+
+// opStatus labels a request: its op and how it ended ("ok", or the
+// errno's name).
+type opStatus struct {
+	op, status string
 }
 
 type lockKey struct {
@@ -94,10 +100,13 @@ var registry atomic.Pointer[prometheus.Registry]
 // asked for port 0).
 var metricsAddr atomic.Pointer[string]
 
-// RecordRequest records the latency of one request of operation op.
-func RecordRequest(op string, d time.Duration) {
+// RecordRequest records the latency of one request of operation op that
+// ended with status: "ok", or the errno's name ("ENOENT"), so that a
+// dashboard can tell failed requests from served ones. Statuses are a
+// closed set (the protocol's), so the label stays bounded.
+func RecordRequest(op, status string, d time.Duration) {
 	if m := meters.Load(); m != nil {
-		m.request.Record(context.Background(), d.Seconds(), m.byOp.get(op)...)
+		m.request.Record(context.Background(), d.Seconds(), m.byOp.get(opStatus{op, status})...)
 	}
 }
 
@@ -250,7 +259,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		return h
 	}
 	ins := &instruments{
-		request:     dur("ustore.request.duration", "Latency of requests, by op."),
+		request:     dur("ustore.request.duration", "Latency of requests, by op and status."),
 		fsync:       dur("ustore.fsync.duration", "Latency of fsync requests."),
 		logSync:     dur("ustore.log_sync.duration", "Latency of log syncs."),
 		commit:      dur("ustore.commit.duration", "Latency of transaction commits."),
@@ -269,7 +278,9 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("trace: instruments: %w", err)
 	}
-	ins.byOp.attrs = func(op string) attribute.Set { return attribute.NewSet(attribute.String("op", op)) }
+	ins.byOp.attrs = func(k opStatus) attribute.Set {
+		return attribute.NewSet(attribute.String("op", k.op), attribute.String("status", k.status))
+	}
 	ins.byPhase.attrs = func(p string) attribute.Set { return attribute.NewSet(attribute.String("phase", p)) }
 	ins.byLock.attrs = func(k lockKey) attribute.Set {
 		return attribute.NewSet(attribute.String("tree", k.tree), attribute.String("level", strconv.Itoa(k.level)))
@@ -278,9 +289,10 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 }
 
 // optionCacheMax bounds an optionCache: label values come from code (op
-// names, trees, levels), a few dozen at most; past the bound, options are
-// built per call (an allocation, never unbounded memory).
-const optionCacheMax = 256
+// names and statuses, trees, levels), a few dozen to a few hundred (the op
+// × status pairs that occur); past the bound, options are built per call
+// (an allocation, never unbounded memory).
+const optionCacheMax = 1024
 
 // optionCache maps a label value to the record options that carry it, built
 // once: building an attribute set allocates, looking one up here does not.

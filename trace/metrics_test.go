@@ -91,8 +91,8 @@ func TestMetrics_Scrape_PowerOfTwoBuckets(t *testing.T) {
 	RecordCommit(1500 * time.Nanosecond) // ≤ 2^11 ns
 	RecordCommit(3 * time.Millisecond)   // ≤ 2^22 ns
 	RecordCommitPhase("flush", 3*time.Millisecond)
-	RecordRequest("write", 100*time.Microsecond) // ≤ 2^17 ns
-	RecordRequest("fsync", time.Hour)            // beyond the last bound: +Inf
+	RecordRequest("write", "ok", 100*time.Microsecond) // ≤ 2^17 ns
+	RecordRequest("fsync", "EIO", time.Hour)           // beyond the last bound: +Inf
 	RecordFsync(time.Millisecond)
 	RecordLogSync(time.Millisecond, 3)
 	RecordLockWait("fs", 0, 300*time.Nanosecond) // ≤ 2^9 ns
@@ -142,8 +142,8 @@ func TestMetrics_Scrape_PowerOfTwoBuckets(t *testing.T) {
 	idx := func(log2ns int) int { return log2ns - DurationBucketMinLog2 }
 	check("ustore_commit_duration_seconds", nil, 2, map[int]uint64{idx(11): 1, idx(22): 1})
 	check("ustore_commit_phase_duration_seconds", map[string]string{"phase": "flush"}, 1, map[int]uint64{idx(22): 1})
-	check("ustore_request_duration_seconds", map[string]string{"op": "write"}, 1, map[int]uint64{idx(17): 1})
-	check("ustore_request_duration_seconds", map[string]string{"op": "fsync"}, 1, nil)
+	check("ustore_request_duration_seconds", map[string]string{"op": "write", "status": "ok"}, 1, map[int]uint64{idx(17): 1})
+	check("ustore_request_duration_seconds", map[string]string{"op": "fsync", "status": "EIO"}, 1, nil)
 	check("ustore_lock_wait_duration_seconds", map[string]string{"tree": "fs", "level": "0"}, 1, map[int]uint64{idx(9): 1})
 	check("ustore_lock_wait_duration_seconds", map[string]string{"tree": "fs", "level": "1"}, 1, map[int]uint64{idx(9): 1})
 
@@ -210,7 +210,7 @@ func TestRecord_On_NoAllocs(t *testing.T) {
 }
 
 func recordAll() {
-	RecordRequest("write", time.Millisecond)
+	RecordRequest("write", "ok", time.Millisecond)
 	RecordFsync(time.Millisecond)
 	RecordLogSync(time.Millisecond, 3)
 	RecordCommit(time.Millisecond)
@@ -238,7 +238,7 @@ func TestOptionCache_Bounded(t *testing.T) {
 func BenchmarkRecordRequest_Off(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		RecordRequest("write", time.Millisecond)
+		RecordRequest("write", "ok", time.Millisecond)
 	}
 }
 
@@ -251,7 +251,7 @@ func BenchmarkRecordRequest_On(b *testing.B) {
 	defer func() { _ = shutdown(context.Background()) }()
 	b.ReportAllocs()
 	for b.Loop() {
-		RecordRequest("write", time.Millisecond)
+		RecordRequest("write", "ok", time.Millisecond)
 	}
 }
 

@@ -91,7 +91,7 @@ func (c Counters) Sub(before Counters) Counters {
 
 // Summary is a delta's readable lines: a histogram as its count and mean
 // ("commit_duration_seconds: 12, mean 3.41 ms"), a store counter as its
-// change ("store_fsync_commit +1200"). Request latencies are left out
+// change ("store_fsync_commit_total +1200"). Request latencies are left out
 // (the workload measures its own).
 func (c Counters) Summary() []string {
 	var out []string

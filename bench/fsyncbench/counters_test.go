@@ -16,13 +16,13 @@ ustore_commit_duration_seconds_bucket{le="0.001"} 1
 ustore_commit_duration_seconds_bucket{le="+Inf"} 4
 ustore_commit_duration_seconds_sum 0.012
 ustore_commit_duration_seconds_count 4
-ustore_request_duration_seconds_count{op="fsync"} 9
-ustore_request_duration_seconds_sum{op="fsync"} 0.5
+ustore_request_duration_seconds_count{op="fsync",status="ok"} 9
+ustore_request_duration_seconds_sum{op="fsync",status="ok"} 0.5
 ustore_log_sync_batch_size_sum 30
 ustore_log_sync_batch_size_count 10
-# TYPE ustore_store_fsync_commit untyped
-ustore_store_fsync_commit 7
-ustore_store_fsync_fallback_renamed_dir 1
+# TYPE ustore_store_fsync_commit_total counter
+ustore_store_fsync_commit_total 7
+ustore_store_fsync_fallbacks_total{reason="renamed_dir"} 1
 go_goroutines 12
 process_cpu_seconds_total 3.5
 `
@@ -43,7 +43,7 @@ func TestScrape_KeepsUstoreSeriesWithoutBuckets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", ep, err)
 		}
-		if len(c) != 8 || c["ustore_store_fsync_commit"] != 7 || c[`ustore_request_duration_seconds_count{op="fsync"}`] != 9 {
+		if len(c) != 8 || c["ustore_store_fsync_commit_total"] != 7 || c[`ustore_request_duration_seconds_count{op="fsync",status="ok"}`] != 9 {
 			t.Fatalf("%s: %v", ep, c)
 		}
 	}
@@ -57,17 +57,17 @@ func TestScrape_KeepsUstoreSeriesWithoutBuckets(t *testing.T) {
 // out.
 func TestCounters_SubSummary(t *testing.T) {
 	before := Counters{"ustore_commit_duration_seconds_count": 2, "ustore_commit_duration_seconds_sum": 0.002,
-		"ustore_store_fsync_commit": 5, "ustore_store_inodes": 3}
+		"ustore_store_fsync_commit_total": 5, "ustore_store_inodes": 3}
 	after := Counters{"ustore_commit_duration_seconds_count": 6, "ustore_commit_duration_seconds_sum": 0.014,
-		"ustore_store_fsync_commit": 5, "ustore_store_inodes": 3, "ustore_store_fsync_logged": 40,
+		"ustore_store_fsync_commit_total": 5, "ustore_store_inodes": 3, "ustore_store_fsync_logged_total": 40,
 		"ustore_log_sync_batch_size_count": 10, "ustore_log_sync_batch_size_sum": 35,
-		`ustore_request_duration_seconds_count{op="fsync"}`: 9}
+		`ustore_request_duration_seconds_count{op="fsync",status="ok"}`: 9}
 	d := after.Sub(before)
-	if _, ok := d["ustore_store_fsync_commit"]; ok || d["ustore_store_fsync_logged"] != 40 {
+	if _, ok := d["ustore_store_fsync_commit_total"]; ok || d["ustore_store_fsync_logged_total"] != 40 {
 		t.Fatalf("delta %v", d)
 	}
 	got := d.Summary()
-	want := []string{"commit_duration_seconds: 4, mean 3.00 ms", "log_sync_batch_size: 10, mean 3.50", "store_fsync_logged +40"}
+	want := []string{"commit_duration_seconds: 4, mean 3.00 ms", "log_sync_batch_size: 10, mean 3.50", "store_fsync_logged_total +40"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("summary %q, want %q", got, want)
 	}

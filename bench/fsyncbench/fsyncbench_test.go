@@ -73,7 +73,7 @@ func fsyncCounters(s store.Stats) fsyncbench.Counters {
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name
 		if f := v.Field(i); strings.HasPrefix(name, "Fsync") && f.Kind() == reflect.Uint64 {
-			c["ustore_store_fsync_"+strings.ToLower(strings.TrimPrefix(name, "Fsync"))] = float64(f.Uint())
+			c["ustore_store_fsync_"+strings.ToLower(strings.TrimPrefix(name, "Fsync"))+"_total"] = float64(f.Uint())
 		}
 	}
 	return c
@@ -238,7 +238,7 @@ func TestCommittedCheck_Modes(t *testing.T) {
 						t.Errorf("randread wrote or fsynced: %+v", r)
 					}
 				case fsyncbench.RWFsync:
-					if r.Writes+r.Reads != 0 || name == "ustore" && r.Counters["ustore_store_fsync_committed"] < float64(r.Fsyncs) {
+					if r.Writes+r.Reads != 0 || name == "ustore" && r.Counters["ustore_store_fsync_committed_total"] < float64(r.Fsyncs) {
 						// Every fsync of the clean file finds it committed.
 						t.Errorf("fsync mode: %+v", r)
 					}

@@ -1,10 +1,14 @@
 package main
 
-// The store's counters on the metrics endpoint: `ustore serve
+// The store's statistics on the metrics endpoint: `ustore serve
 // --metrics-addr` serves store.Stats as ustore_store_<field> samples, read
 // at each scrape, so that `ustore bench fsync-*` (and anyone with a
 // Prometheus) can see how fsyncs ended — already committed, committed, or
-// (with log trees) logged — without a protocol op.
+// (with log trees) logged — without a protocol op. A field is a counter
+// (served as ustore_store_<field>_total) unless its tag says
+// `metric:"gauge"`; a map field is one family labelled by its key
+// (`metric:"label=reason"` names the label); `metric:"name=cows"` names a
+// field whose snake_case would read badly.
 
 import (
 	"fmt"
@@ -23,61 +27,117 @@ const statsPrefix = "ustore_store_"
 // registerStoreStats publishes st's Stats on the metrics endpoint (nothing
 // when metrics are off).
 func registerStoreStats(st *store.Store) error {
-	return trace.RegisterStats(statsPrefix, func() map[string]float64 {
+	return trace.RegisterStats(statsPrefix, func() []trace.Stat {
 		return flattenStats(st.Stats())
 	})
 }
 
-// flattenStats turns a stats struct into name → value: each numeric field
-// by its snake_case name; a nested struct's fields, an array's elements
-// and a map's entries after their field's name — so that a counter added
-// to store.Stats is served with no change here.
-func flattenStats(stats any) map[string]float64 {
-	m := map[string]float64{}
-	flatten(m, "", reflect.ValueOf(stats))
-	return m
+// flattenStats turns a stats struct into its samples: each numeric field
+// by its snake_case name; a nested struct's fields and an array's
+// elements after their field's name, a map's entries as one family with
+// the key as a label — so that a counter added to store.Stats is served
+// with no change here. The help names the Go field, whose comment says
+// what it counts.
+func flattenStats(stats any) []trace.Stat {
+	v := reflect.ValueOf(stats)
+	var out []trace.Stat
+	flatten(&out, statField{goPath: v.Type().String()}, v)
+	return out
 }
 
-func flatten(m map[string]float64, name string, v reflect.Value) {
-	join := func(s string) string {
-		if name == "" {
-			return s
+// statField is where flatten is in the struct: the sample's name so far,
+// the Go path for the help, the kind a tag set above, and a map's label.
+type statField struct {
+	name, goPath string
+	kind         trace.StatKind
+	label        string
+}
+
+func (f statField) join(name, goName string) statField {
+	if f.name != "" {
+		name = f.name + "_" + name
+	}
+	f.name, f.goPath = name, f.goPath+"."+goName
+	return f
+}
+
+// fieldName is a field's part of its sample's name: the tag's
+// "name=NAME", or the field's name in snake_case.
+func fieldName(goName, tag string) string {
+	for opt := range strings.SplitSeq(tag, ",") {
+		if n, ok := strings.CutPrefix(opt, "name="); ok {
+			return n
 		}
-		return name + "_" + s
+	}
+	return snakeCase(goName)
+}
+
+// withTag applies a field's `metric` tag: "gauge", "counter",
+// "label=NAME" (a map's label); "name=NAME" is fieldName's.
+func (f statField) withTag(tag string) statField {
+	for opt := range strings.SplitSeq(tag, ",") {
+		switch {
+		case opt == "gauge":
+			f.kind = trace.StatGauge
+		case opt == "counter":
+			f.kind = trace.StatCounter
+		case strings.HasPrefix(opt, "label="):
+			f.label = strings.TrimPrefix(opt, "label=")
+		}
+	}
+	return f
+}
+
+func flatten(out *[]trace.Stat, f statField, v reflect.Value) {
+	add := func(kind trace.StatKind, x float64) {
+		s := trace.Stat{Name: f.name, Kind: kind, Value: x, Help: f.goPath + " (a " + kindName[kind] + ")."}
+		*out = append(*out, s)
 	}
 	switch v.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		m[name] = float64(v.Int())
+		add(f.kind, float64(v.Int()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		m[name] = float64(v.Uint())
+		add(f.kind, float64(v.Uint()))
 	case reflect.Float32, reflect.Float64:
-		m[name] = v.Float()
+		add(f.kind, v.Float())
 	case reflect.Bool:
-		m[name] = 0
+		x := 0.0
 		if v.Bool() {
-			m[name] = 1
+			x = 1
 		}
+		add(trace.StatGauge, x) // a state, never a count
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() {
-				flatten(m, join(snakeCase(f.Name)), v.Field(i))
+			if sf := t.Field(i); sf.IsExported() {
+				tag := sf.Tag.Get("metric")
+				flatten(out, f.join(fieldName(sf.Name, tag), sf.Name).withTag(tag), v.Field(i))
 			}
 		}
 	case reflect.Array, reflect.Slice:
 		for i := range v.Len() {
-			flatten(m, join(strconv.Itoa(i)), v.Index(i))
+			flatten(out, f.join(strconv.Itoa(i), strconv.Itoa(i)), v.Index(i))
 		}
 	case reflect.Map:
+		label := f.label
+		if label == "" {
+			label = "key"
+		}
 		for it := v.MapRange(); it.Next(); {
-			flatten(m, join(snakeCase(fmt.Sprint(it.Key().Interface()))), it.Value())
+			n := len(*out)
+			flatten(out, f, it.Value())
+			for i := n; i < len(*out); i++ {
+				(*out)[i].Label, (*out)[i].LabelValue = label, snakeCase(fmt.Sprint(it.Key().Interface()))
+			}
 		}
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			flatten(m, name, v.Elem())
+			flatten(out, f, v.Elem())
 		}
 	}
 }
+
+var kindName = [...]string{trace.StatCounter: "counter", trace.StatGauge: "gauge"}
 
 // snakeCase: FsyncCommitted → fsync_committed, CsumErrors → csum_errors,
 // LogSyncs → log_syncs, IOErrors → io_errors.

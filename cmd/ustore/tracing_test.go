@@ -117,14 +117,14 @@ func TestCommand_Serve_Tracing_Jaeger(t *testing.T) {
 	// The histograms behind --metrics-addr saw the same requests.
 	after := traceScrape(t, metricsURL)
 	for series, want := range map[string]float64{
-		`ustore_request_duration_seconds_count{op="fsync"}`:         1,
-		`ustore_request_duration_seconds_count{op="sync"}`:          1,
-		`ustore_request_duration_seconds_count{op="create"}`:        2,
-		`ustore_fsync_duration_seconds_count`:                       1,
-		`ustore_log_sync_duration_seconds_count`:                    1,
-		`ustore_log_sync_batch_size_count`:                          1,
-		`ustore_commit_duration_seconds_count`:                      1,
-		`ustore_commit_phase_duration_seconds_count{phase="super"}`: 1,
+		`ustore_request_duration_seconds_count{op="fsync",status="ok"}`:  1,
+		`ustore_request_duration_seconds_count{op="sync",status="ok"}`:   1,
+		`ustore_request_duration_seconds_count{op="create",status="ok"}`: 2,
+		`ustore_fsync_duration_seconds_count`:                            1,
+		`ustore_log_sync_duration_seconds_count`:                         1,
+		`ustore_log_sync_batch_size_count`:                               1,
+		`ustore_commit_duration_seconds_count`:                           1,
+		`ustore_commit_phase_duration_seconds_count{phase="super"}`:      1,
 	} {
 		if got, ok := after[series]; !ok || got-before[series] != want {
 			t.Errorf("/metrics: %s went from %v to %v (present %v), want +%v", series, before[series], got, ok, want)
