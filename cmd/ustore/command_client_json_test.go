@@ -44,7 +44,7 @@ var (
 	statFields    = []string{"atime", "blocks", "btime", "ctime", "generation", "gid", "ino", "mode", "mtime", "nlink", "path", "size", "type", "uid"}
 	lsFields      = append([]string{"name"}, statFields...)
 	dfFields      = []string{"avail", "block_size", "dirty", "size", "used"}
-	versionFields = []string{"arch", "backend", "go", "kernel", "os", "reason", "revision", "version"}
+	versionFields = []string{"arch", "backend", "format", "go", "kernel", "modified", "os", "reason", "revision", "version"}
 	fsckFields    = []string{"device", "exit_code", "free_bytes", "items", "nodes", "problems", "replay", "scrub", "status", "trees", "used_bytes", "warnings"}
 )
 

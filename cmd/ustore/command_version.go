@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -16,6 +15,8 @@ import (
 type versionJSON struct {
 	Version  string `json:"version"`
 	Revision string `json:"revision"`
+	Modified bool   `json:"modified"` // the tree had uncommitted changes at build time
+	Format   int    `json:"format"`   // the on-disk format version this binary reads and writes
 	Go       string `json:"go"`
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
@@ -34,18 +35,9 @@ func newVersionCommand() *cobra.Command {
 --json prints them as one JSON object (fields in docs/CLI.md).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := versionJSON{Version: "devel", Revision: "unknown", Go: runtime.Version(),
-				OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: "unknown"}
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				if bi.Main.Version != "" {
-					v.Version = bi.Main.Version
-				}
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						v.Revision = s.Value
-					}
-				}
-			}
+			b := readBuildInfo()
+			v := versionJSON{Version: b.Version, Revision: b.Revision, Modified: b.Modified, Format: b.Format,
+				Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: "unknown"}
 			var uts unix.Utsname
 			if unix.Uname(&uts) == nil {
 				v.Kernel = unix.ByteSliceToString(uts.Release[:])
@@ -53,7 +45,7 @@ func newVersionCommand() *cobra.Command {
 			choice := devopen.Probe()
 			v.Backend, v.Reason = string(choice.Backend), choice.Reason
 			return writeResults(cmd.OutOrStdout(), asJSON, v, func(out io.Writer) {
-				fmt.Fprintf(out, "ustore %s (revision %s)\n", v.Version, v.Revision)
+				fmt.Fprintf(out, "ustore %s\n", b)
 				fmt.Fprintf(out, "go:      %s %s/%s\n", v.Go, v.OS, v.Arch)
 				fmt.Fprintf(out, "kernel:  %s\n", v.Kernel)
 				fmt.Fprintf(out, "backend: %s\n", v.Backend)
