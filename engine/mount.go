@@ -17,6 +17,11 @@ type MkfsOptions struct {
 	NodeSize int // default NodeSizeDefault
 }
 
+// MinDeviceSize is the smallest device Mkfs formats with nodes of
+// nodeSize bytes: the reserved first MiB (superblocks) and room for 64
+// nodes.
+func MinDeviceSize(nodeSize int) uint64 { return firstAllocatable + 64*uint64(nodeSize) }
+
 // Mkfs formats the device: a root tree holding the root items of the fs,
 // checksum and free space trees, all empty but the free space tree, which
 // holds one extent: everything after the four initial nodes. Generation 1,
@@ -30,8 +35,8 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 		return fmt.Errorf("engine: node size %d: must be a power of two from %d to %d", ns, NodeSizeMin, NodeSizeMax)
 	}
 	size := uint64(d.Size()) / uint64(ns) * uint64(ns)
-	if size < firstAllocatable+64*uint64(ns) {
-		return fmt.Errorf("engine: device of %d bytes is too small (at least %d)", d.Size(), firstAllocatable+64*uint64(ns))
+	if size < MinDeviceSize(ns) {
+		return fmt.Errorf("engine: device of %d bytes is too small (at least %d)", d.Size(), MinDeviceSize(ns))
 	}
 	var fsid [16]byte
 	if _, err := rand.Read(fsid[:]); err != nil {

@@ -56,6 +56,9 @@ refused even with --force.`,
 			if sz%engine.SectorSize != 0 {
 				return usageError{fmt.Errorf("--size %s: want a multiple of %dk", size, engine.SectorSize>>10)}
 			}
+			if err := checkMkfsSize(deviceArg(args), size, sz, int(ns)); err != nil {
+				return usageError{err}
+			}
 			b, err := devopen.ParseBackend(backend)
 			if err != nil {
 				return usageError{err}
@@ -170,4 +173,18 @@ func maxOneArg(cmd *cobra.Command, args []string) error {
 // and errors still reach stderr.
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// checkMkfsSize refuses a --size too small to format, when it is the size
+// the device will have: a file that is missing or smaller (a block
+// device, or a larger file, keeps its own size).
+func checkMkfsSize(path, flag string, size int64, nodeSize int) error {
+	minSize := engine.MinDeviceSize(nodeSize)
+	if uint64(size) >= minSize {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && (!st.Mode().IsRegular() || uint64(st.Size()) >= minSize) {
+		return nil
+	}
+	return fmt.Errorf("--size %s: too small, want at least %dk with %dk nodes", flag, minSize>>10, nodeSize>>10)
 }

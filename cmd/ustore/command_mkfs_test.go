@@ -222,6 +222,8 @@ func TestCommand_Mkfs_BadFlagValue(t *testing.T) {
 		{[]string{"--nodesize", "128k"}, "ustore: --nodesize 128k: want a power of two from 4k to 64k\n"},
 		{[]string{"--nodesize", "2k"}, "ustore: --nodesize 2k: want a power of two from 4k to 64k\n"},
 		{[]string{"--size", "1k"}, "ustore: --size 1k: want a multiple of 4k\n"},
+		{[]string{"--size", "64k"}, "ustore: --size 64k: too small, want at least 2048k with 16k nodes\n"},
+		{[]string{"--size", "1M", "--nodesize", "4k"}, "ustore: --size 1M: too small, want at least 1280k with 4k nodes\n"},
 		{[]string{"--size", "lots"}, "ustore: --size: \"lots\" is not a byte count (examples: 4096, 4k, 16M, 1G)\n"},
 	} {
 		img := filepath.Join(dir, "new.img")
