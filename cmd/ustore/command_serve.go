@@ -359,8 +359,10 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 		CommitInterval: cfg.CommitInterval, Logger: log, Ablations: cfg.Ablations, ReadOnly: cfg.ReadOnly,
 		SkipLogReplay: cfg.SkipLogReplay})
 	if errors.Is(err, engine.ErrNotFormatted) {
-		return fmt.Errorf("%s is not a ustore filesystem (no valid superblock) and is not blank: serve does not format it; "+
-			"run 'ustore mkfs %s' to format it, destroying its contents: %w", cfg.Device, cfg.Device, err)
+		// One line: the four superblock copies' "bad magic" say nothing
+		// more than "not a ustore filesystem" (fsck says it the same way).
+		return &causeError{msg: fmt.Sprintf("%s is not a ustore filesystem (no superblock copy carries ustore's magic number) and is not blank: "+
+			"serve does not format it; run 'ustore mkfs %s' to format it, destroying its contents", cfg.Device, cfg.Device), err: err}
 	}
 	if errors.Is(err, journal.ErrOptions) {
 		return usageError{fmt.Errorf("--commit-interval: %w", err)}

@@ -20,6 +20,7 @@ import (
 
 	"ustore/client"
 	"ustore/dev/devopen"
+	"ustore/engine"
 	"ustore/journal"
 )
 
@@ -326,8 +327,10 @@ func TestCommand_Serve_FormatsOnlyBlankFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := runServe(serveConfig{Device: foreign, Size: 128 << 20, Socket: defaultSocket(foreign)}, log, nil)
-	if err == nil || !strings.Contains(err.Error(), "ustore mkfs") {
-		t.Fatalf("a foreign file: %v", err)
+	want := foreign + " is not a ustore filesystem (no superblock copy carries ustore's magic number) and is not blank: " +
+		"serve does not format it; run 'ustore mkfs " + foreign + "' to format it, destroying its contents"
+	if err == nil || err.Error() != want || !errors.Is(err, engine.ErrNotFormatted) {
+		t.Fatalf("a foreign file: %q, want %q", err, want)
 	}
 	if b, _ := os.ReadFile(foreign); !bytes.Equal(b, content) {
 		t.Fatal("the foreign file was changed")
