@@ -11,6 +11,13 @@ import "strconv"
 // request is decoded.
 type Ino uint64
 
+// RootDirIno is the root directory's inode number; FirstFreeIno the first a
+// file may get.
+const (
+	RootDirIno   Ino = 256
+	FirstFreeIno Ino = 257
+)
+
 // String writes the inode number in decimal, as Transid and Bytenr.
 func (i Ino) String() string { return strconv.FormatUint(uint64(i), 10) }
 

@@ -306,7 +306,7 @@ func getU64(b []byte) uint64 {
 }
 
 // writeSeq writes total bytes of ino in bs requests, then syncs.
-func (b *bench) writeSeq(ino uint64, total int64, bs int) (Result, error) {
+func (b *bench) writeSeq(ino store.Ino, total int64, bs int) (Result, error) {
 	buf := pattern(bs, 1)
 	before := b.s.Stats()
 	start := time.Now()
@@ -328,7 +328,7 @@ func (b *bench) writeSeq(ino uint64, total int64, bs int) (Result, error) {
 }
 
 // readSeq reads ino back in bs requests and checks each block's stamp.
-func (b *bench) readSeq(ino uint64, total int64, bs int) (Result, error) {
+func (b *bench) readSeq(ino store.Ino, total int64, bs int) (Result, error) {
 	buf := dev.AlignedBuffer(bs)
 	before := b.s.Stats()
 	start := time.Now()
