@@ -62,7 +62,7 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 		Fsid: fsid, Bytenr: slotOffset(1), Version: FormatVersion, Seq: 1, Generation: gen,
 		Root: rootRef{bytenr: nodes[RootTreeID].bytenr, generation: gen}, TotalBytes: size,
 		BytesUsed: uint64(len(ids) * ns), NodeSize: uint32(ns), SectorSize: SectorSize,
-		CsumType: CsumCRC32C, NextIno: 257,
+		CsumType: CsumCRC32C, NextIno: FirstFreeIno,
 	}
 	// Both copies of the other slot are zeroed first: a superblock left by
 	// an earlier format must never be mounted.

@@ -29,7 +29,7 @@ type Superblock struct {
 	NodeSize   uint32
 	SectorSize uint32
 	CsumType   uint16
-	NextIno    uint64
+	NextIno    Ino
 }
 
 const (
@@ -87,7 +87,7 @@ func (sb *Superblock) encode(b []byte) {
 	le.PutUint32(b[sbNodeSize:], sb.NodeSize)
 	le.PutUint32(b[sbSectorSize:], sb.SectorSize)
 	le.PutUint16(b[sbCsumType:], sb.CsumType)
-	le.PutUint64(b[sbNextIno:], sb.NextIno)
+	le.PutUint64(b[sbNextIno:], uint64(sb.NextIno))
 	le.PutUint32(b[sbCsum:], crc32c(b[sbFsid:superSize]))
 }
 
@@ -178,7 +178,7 @@ func decodeSuperCopy(b []byte, off uint64) superCopy {
 	sb.NodeSize = le.Uint32(b[sbNodeSize:])
 	sb.SectorSize = le.Uint32(b[sbSectorSize:])
 	sb.CsumType = le.Uint16(b[sbCsumType:])
-	sb.NextIno = le.Uint64(b[sbNextIno:])
+	sb.NextIno = Ino(le.Uint64(b[sbNextIno:]))
 	if sb.Version != FormatVersion || sb.Incompat != 0 {
 		c.state = copyVersion
 		c.err = fmt.Errorf("%w: superblock copy at %d: format version %d (incompat flags %#x); this build reads version %d: "+
