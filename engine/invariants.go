@@ -25,5 +25,7 @@ func (e *Engine) checkCommitInvariants(tid uint64) {
 		}
 	}
 	err := rep.Err()
-	assert.Thatf(err == nil, "engine: invariants broken in transaction %d: %v", tid, err)
+	if err != nil {
+		assert.Failf("engine: invariants broken in transaction %d: %v", tid, err)
+	}
 }

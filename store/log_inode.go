@@ -565,9 +565,10 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 		if err = s.logInode(ctx, w, tid, in); err == nil {
 			// in.mu is held: the marks only grow (invariant 9; inLog
 			// checks the pair where it reads them).
-			assert.Thatf(changes >= in.loggedChanges.Load() && lctx.Generation() >= engine.LogGen(in.loggedGen.Load()),
-				"store: inode %d logged at generation %d with %d changes, after generation %d with %d",
-				in.ino, lctx.Generation(), changes, in.loggedGen.Load(), in.loggedChanges.Load())
+			if !(changes >= in.loggedChanges.Load() && lctx.Generation() >= engine.LogGen(in.loggedGen.Load())) {
+				assert.Failf("store: inode %d logged at generation %d with %d changes, after generation %d with %d",
+					in.ino, lctx.Generation(), changes, in.loggedGen.Load(), in.loggedChanges.Load())
+			}
 			in.loggedChanges.Store(changes)
 			in.loggedGen.Store(uint64(lctx.Generation()))
 		}
@@ -600,7 +601,9 @@ func (s *Store) inLog(in *inode) bool {
 	logged, changes := in.loggedChanges.Load(), in.changes.Load()
 	// loggedChanges is a count of changes read before logging, and the
 	// count only grows (the pair of logAndSync's check, invariant 9).
-	assert.Thatf(logged <= changes, "store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
+	if logged > changes {
+		assert.Failf("store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
+	}
 	return gen != 0 && logged == changes &&
 		gen.Transid() == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
 }

@@ -310,6 +310,7 @@ func (s *rangeSet) add(start, end uint64) {
 	s.rs = slices.Replace(s.rs, i, j, rng{start, end})
 	// The merged range keeps its neighbours at a distance: take checks
 	// the whole list where it is read (invariant 10).
-	assert.Thatf((i == 0 || s.rs[i-1].end < start) && (i+1 == len(s.rs) || end < s.rs[i+1].start),
-		"store: range [%d, %d) merged next to a neighbour (invariant 10)", start, end)
+	if !((i == 0 || s.rs[i-1].end < start) && (i+1 == len(s.rs) || end < s.rs[i+1].start)) {
+		assert.Failf("store: range [%d, %d) merged next to a neighbour (invariant 10)", start, end)
+	}
 }
