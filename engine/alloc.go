@@ -18,9 +18,9 @@ type allocator struct {
 	freeSet    extentSet
 	metaCursor uint64
 	dataCursor uint64
-	pinned     map[uint64][]extent // freeing transaction → extents
-	pinnedSum  uint64              // their total length
-	deltas     map[uint64]*allocDelta
+	pinned     map[Generation][]extent // freeing transaction → extents
+	pinnedSum  uint64                  // their total length
+	deltas     map[Generation]*allocDelta
 	size       uint64 // device bytes
 	// reserve is kept for deletes and commits: a full device can always
 	// delete (CoW needs space) and commit (the free space tree changes).
@@ -39,12 +39,12 @@ func newAllocator(size, nodeSize uint64) *allocator {
 		metaCursor: firstAllocatable,
 		dataCursor: firstAllocatable + (size-firstAllocatable)/8,
 		reserve:    reserveFor(size),
-		pinned:     map[uint64][]extent{},
-		deltas:     map[uint64]*allocDelta{},
+		pinned:     map[Generation][]extent{},
+		deltas:     map[Generation]*allocDelta{},
 	}
 }
 
-func (a *allocator) delta(tid uint64) *allocDelta {
+func (a *allocator) delta(tid Generation) *allocDelta {
 	d := a.deltas[tid]
 	if d == nil {
 		d = &allocDelta{}
@@ -53,7 +53,7 @@ func (a *allocator) delta(tid uint64) *allocDelta {
 	return d
 }
 
-func (a *allocator) allocMeta(tid, length uint64, reserveOK bool) (Bytenr, error) {
+func (a *allocator) allocMeta(tid Generation, length uint64, reserveOK bool) (Bytenr, error) {
 	start, err := a.alloc(tid, length, &a.metaCursor, reserveOK)
 	return Bytenr(start), err
 }
@@ -114,7 +114,7 @@ func (a *allocator) dataAvailable() uint64 {
 }
 
 // useData records reserved data space as allocated by tid.
-func (a *allocator) useData(tid, start, length uint64) {
+func (a *allocator) useData(tid Generation, start, length uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.assertTaken(start, length)
@@ -135,7 +135,7 @@ func (a *allocator) unreserveData(start, length uint64) error {
 	return nil
 }
 
-func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (uint64, error) {
+func (a *allocator) alloc(tid Generation, length uint64, cursor *uint64, reserveOK bool) (uint64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !reserveOK && a.freeSet.bigSum < length+a.reserve {
@@ -159,7 +159,7 @@ func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (u
 
 // free releases space in transaction tid; it stays pinned until tid is
 // durable.
-func (a *allocator) free(tid, start, length uint64) {
+func (a *allocator) free(tid Generation, start, length uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pinned[tid] = append(a.pinned[tid], extent{start, length})
@@ -172,7 +172,7 @@ func (a *allocator) free(tid, start, length uint64) {
 // frees came from items read from disk, so an extent outside the device is
 // corruption, refused here: the free set holds only device space (what
 // assertTaken checks on every allocation).
-func (a *allocator) unpin(tid uint64) error {
+func (a *allocator) unpin(tid Generation) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, x := range a.pinned[tid] {
@@ -198,7 +198,7 @@ func (a *allocator) unpin(tid uint64) error {
 }
 
 // takeDelta removes and returns tid's delta (nil when empty).
-func (a *allocator) takeDelta(tid uint64) *allocDelta {
+func (a *allocator) takeDelta(tid Generation) *allocDelta {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	d := a.deltas[tid]

@@ -124,7 +124,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		dev: d, geo: newGeometry(int(sb.NodeSize)), fsid: sb.Fsid, log: log,
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
-		dirty: map[uint64]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
+		dirty: map[Generation]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
 		logs: map[journal.Transid]*logState{}, super: choice, readOnly: opts.ReadOnly,
 	}
 	e.logTree = newTree(e, LogTreeID)
@@ -194,10 +194,10 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	e.j, err = journal.Open(journal.Options{
 		CommitInterval: opts.CommitInterval,
 		DirtyBytesMax:  opts.DirtyBytesMax,
-		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
-		Committed:      func(t journal.Transid) { e.committed(uint64(t)) },
+		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, t) },
+		Committed:      func(t journal.Transid) { e.committed(t) },
 		Logger:         log,
-		FirstTransid:   journal.Transid(sb.Generation + 1),
+		FirstTransid:   sb.Generation + 1,
 		Ablations:      opts.Ablations,
 	})
 	if err != nil {
