@@ -42,7 +42,9 @@ type BufferPool struct {
 // NewBufferPool carves region (4096-aligned, a multiple of size) into slabs
 // of size bytes. A nil region gives a pool that always allocates.
 func NewBufferPool(region []byte, size int) *BufferPool {
-	assert.Thatf(size > 0 && size%SectorSize == 0, "dev: buffer size %d is not a positive multiple of SectorSize", size)
+	if !(size > 0 && size%SectorSize == 0) {
+		assert.Failf("dev: buffer size %d is not a positive multiple of SectorSize", size)
+	}
 	p := &BufferPool{size: size, region: region}
 	for off := 0; off+size <= len(region); off += size {
 		p.free = append(p.free, region[off:off+size:off+size])

@@ -18,9 +18,9 @@ type allocator struct {
 	freeSet    extentSet
 	metaCursor uint64
 	dataCursor uint64
-	pinned     map[uint64][]extent // freeing transaction → extents
-	pinnedSum  uint64              // their total length
-	deltas     map[uint64]*allocDelta
+	pinned     map[Generation][]extent // freeing transaction → extents
+	pinnedSum  uint64                  // their total length
+	deltas     map[Generation]*allocDelta
 	size       uint64 // device bytes
 	// reserve is kept for deletes and commits: a full device can always
 	// delete (CoW needs space) and commit (the free space tree changes).
@@ -39,12 +39,12 @@ func newAllocator(size, nodeSize uint64) *allocator {
 		metaCursor: firstAllocatable,
 		dataCursor: firstAllocatable + (size-firstAllocatable)/8,
 		reserve:    reserveFor(size),
-		pinned:     map[uint64][]extent{},
-		deltas:     map[uint64]*allocDelta{},
+		pinned:     map[Generation][]extent{},
+		deltas:     map[Generation]*allocDelta{},
 	}
 }
 
-func (a *allocator) delta(tid uint64) *allocDelta {
+func (a *allocator) delta(tid Generation) *allocDelta {
 	d := a.deltas[tid]
 	if d == nil {
 		d = &allocDelta{}
@@ -53,7 +53,7 @@ func (a *allocator) delta(tid uint64) *allocDelta {
 	return d
 }
 
-func (a *allocator) allocMeta(tid, length uint64, reserveOK bool) (Bytenr, error) {
+func (a *allocator) allocMeta(tid Generation, length uint64, reserveOK bool) (Bytenr, error) {
 	start, err := a.alloc(tid, length, &a.metaCursor, reserveOK)
 	return Bytenr(start), err
 }
@@ -83,7 +83,9 @@ func (a *allocator) reserveData(length uint64) (uint64, error) {
 		// Cutting a big extent may leave a small remainder: what the
 		// big extents lose can exceed length.
 		taken := a.freeSet.remove(start, length)
-		assert.Thatf(taken, "engine: data extent [%d, +%d) found but not taken", start, length)
+		if !taken {
+			assert.Failf("engine: data extent [%d, +%d) found but not taken", start, length)
+		}
 		if a.freeSet.bigSum < a.reserve {
 			a.freeSet.add(start, length)
 			return 0, fmt.Errorf("%w: %d bytes would be left in extents a node fits in, %d kept for deletes and commits",
@@ -94,7 +96,9 @@ func (a *allocator) reserveData(length uint64) (uint64, error) {
 		return start, nil
 	}
 	taken := a.freeSet.remove(start, length)
-	assert.Thatf(taken, "engine: small hole [%d, +%d) found but not taken", start, length)
+	if !taken {
+		assert.Failf("engine: small hole [%d, +%d) found but not taken", start, length)
+	}
 	a.assertTaken(start, length)
 	return start, nil
 }
@@ -110,7 +114,7 @@ func (a *allocator) dataAvailable() uint64 {
 }
 
 // useData records reserved data space as allocated by tid.
-func (a *allocator) useData(tid, start, length uint64) {
+func (a *allocator) useData(tid Generation, start, length uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.assertTaken(start, length)
@@ -122,14 +126,16 @@ func (a *allocator) useData(tid, start, length uint64) {
 func (a *allocator) unreserveData(start, length uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	assert.Thatf(a.inDevice(start, length), "engine: data [%d, +%d) returned outside the device", start, length)
+	if !a.inDevice(start, length) {
+		assert.Failf("engine: data [%d, +%d) returned outside the device", start, length)
+	}
 	if !a.freeSet.add(start, length) {
 		return fmt.Errorf("%w: data [%d, +%d) returned twice", ErrCorruption, start, length)
 	}
 	return nil
 }
 
-func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (uint64, error) {
+func (a *allocator) alloc(tid Generation, length uint64, cursor *uint64, reserveOK bool) (uint64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !reserveOK && a.freeSet.bigSum < length+a.reserve {
@@ -141,7 +147,9 @@ func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (u
 		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
 	}
 	taken := a.freeSet.remove(start, length)
-	assert.Thatf(taken, "engine: node extent [%d, +%d) found but not taken", start, length)
+	if !taken {
+		assert.Failf("engine: node extent [%d, +%d) found but not taken", start, length)
+	}
 	a.assertTaken(start, length)
 	*cursor = start + length
 	d := a.delta(tid)
@@ -151,7 +159,7 @@ func (a *allocator) alloc(tid, length uint64, cursor *uint64, reserveOK bool) (u
 
 // free releases space in transaction tid; it stays pinned until tid is
 // durable.
-func (a *allocator) free(tid, start, length uint64) {
+func (a *allocator) free(tid Generation, start, length uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pinned[tid] = append(a.pinned[tid], extent{start, length})
@@ -164,11 +172,13 @@ func (a *allocator) free(tid, start, length uint64) {
 // frees came from items read from disk, so an extent outside the device is
 // corruption, refused here: the free set holds only device space (what
 // assertTaken checks on every allocation).
-func (a *allocator) unpin(tid uint64) error {
+func (a *allocator) unpin(tid Generation) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, x := range a.pinned[tid] {
-		assert.Thatf(a.pinnedSum >= x.length, "engine: %d bytes pinned, fewer than the extent [%d, +%d) of transaction %d", a.pinnedSum, x.start, x.length, tid)
+		if a.pinnedSum < x.length {
+			assert.Failf("engine: %d bytes pinned, fewer than the extent [%d, +%d) of transaction %d", a.pinnedSum, x.start, x.length, tid)
+		}
 		a.pinnedSum -= x.length
 		if !a.inDevice(x.start, x.length) {
 			return fmt.Errorf("%w: freed [%d, +%d) outside the device's [%d, %d)", ErrCorruption, x.start, x.length, uint64(firstAllocatable), a.size)
@@ -180,20 +190,24 @@ func (a *allocator) unpin(tid uint64) error {
 	delete(a.pinned, tid)
 	if invariantsOn {
 		err := a.freeSet.check(firstAllocatable, a.size)
-		assert.Thatf(err == nil, "engine: after unpinning transaction %d: %v", tid, err)
+		if err != nil {
+			assert.Failf("engine: after unpinning transaction %d: %v", tid, err)
+		}
 	}
 	return nil
 }
 
 // takeDelta removes and returns tid's delta (nil when empty).
-func (a *allocator) takeDelta(tid uint64) *allocDelta {
+func (a *allocator) takeDelta(tid Generation) *allocDelta {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	d := a.deltas[tid]
 	delete(a.deltas, tid)
 	if invariantsOn {
 		err := a.freeSet.check(firstAllocatable, a.size)
-		assert.Thatf(err == nil, "engine: at the commit of transaction %d: %v", tid, err)
+		if err != nil {
+			assert.Failf("engine: at the commit of transaction %d: %v", tid, err)
+		}
 	}
 	if d != nil && len(d.allocs) == 0 && len(d.frees) == 0 {
 		return nil
@@ -214,9 +228,10 @@ func (a *allocator) freeBytes() uint64 {
 // extents are disjoint and inside the device, so they cannot add up to
 // more than it. a.mu is held.
 func (a *allocator) assertTotals() {
-	assert.Thatf(a.freeSet.bigSum <= a.freeSet.sum && a.freeSet.sum <= a.size-firstAllocatable,
-		"engine: %d bytes free (%d in big extents) on a device of %d allocatable bytes",
-		a.freeSet.sum, a.freeSet.bigSum, a.size-firstAllocatable)
+	if !(a.freeSet.bigSum <= a.freeSet.sum && a.freeSet.sum <= a.size-firstAllocatable) {
+		assert.Failf("engine: %d bytes free (%d in big extents) on a device of %d allocatable bytes",
+			a.freeSet.sum, a.freeSet.bigSum, a.size-firstAllocatable)
+	}
 }
 
 // allocLog takes a block for a log tree node out of the free set, without a
@@ -233,7 +248,9 @@ func (a *allocator) allocLog(length uint64, reserveOK bool) (Bytenr, error) {
 		return 0, fmt.Errorf("%w: no free extent of %d bytes", ErrNoSpace, length)
 	}
 	taken := a.freeSet.remove(start, length)
-	assert.Thatf(taken, "engine: log extent [%d, +%d) found but not taken", start, length)
+	if !taken {
+		assert.Failf("engine: log extent [%d, +%d) found but not taken", start, length)
+	}
 	a.assertTaken(start, length)
 	a.metaCursor = start + length
 	return Bytenr(start), nil
@@ -243,7 +260,9 @@ func (a *allocator) allocLog(length uint64, reserveOK bool) (Bytenr, error) {
 func (a *allocator) release(start, length uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	assert.Thatf(a.inDevice(start, length), "engine: log block [%d, +%d) released outside the device", start, length)
+	if !a.inDevice(start, length) {
+		assert.Failf("engine: log block [%d, +%d) released outside the device", start, length)
+	}
 	if !a.freeSet.add(start, length) {
 		return fmt.Errorf("%w: log block %d released twice", ErrCorruption, start)
 	}
@@ -275,6 +294,10 @@ func (a *allocator) inDevice(start, length uint64) bool {
 // extentSet.add refuses overlaps), and applyDelta checks the same of every
 // allocation the free space tree takes. a.mu is held.
 func (a *allocator) assertTaken(start, length uint64) {
-	assert.Thatf(a.inDevice(start, length), "engine: extent [%d, +%d) outside the device's [%d, %d)", start, length, uint64(firstAllocatable), a.size)
-	assert.Thatf(!a.freeSet.overlaps(start, length), "engine: extent [%d, +%d) taken but still free", start, length)
+	if !a.inDevice(start, length) {
+		assert.Failf("engine: extent [%d, +%d) outside the device's [%d, %d)", start, length, uint64(firstAllocatable), a.size)
+	}
+	if a.freeSet.overlaps(start, length) {
+		assert.Failf("engine: extent [%d, +%d) taken but still free", start, length)
+	}
 }

@@ -27,17 +27,17 @@ import (
 //
 // An error leaves the previous superblock the newest durable one and the
 // engine read-only.
-func (e *Engine) commit(ctx context.Context, tid uint64) error {
+func (e *Engine) commit(ctx context.Context, tid journal.Transid) error {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if err := e.failure(); err != nil {
 		return err
 	}
 	start := time.Now()
-	ctx, span := trace.Start(ctx, "journal.commit", trace.Transid(tid))
+	ctx, span := trace.Start(ctx, "journal.commit", trace.Transid(uint64(tid)))
 	defer span.End()
-	trace.PhaseBegin(tid, trace.PhaseCommit, span.Key()) // for eBPF; ended by the defer below
-	defer trace.PhaseEnd(tid, trace.PhaseCommit)
+	trace.PhaseBegin(uint64(tid), trace.PhaseCommit, span.Key()) // for eBPF; ended by the defer below
+	defer trace.PhaseEnd(uint64(tid), trace.PhaseCommit)
 	phase := newCommitPhases(ctx, tid)
 	defer phase.end()
 	phase.begin("update_roots")
@@ -69,8 +69,8 @@ func (e *Engine) commit(ctx context.Context, tid uint64) error {
 // until both stop changing. It returns the bytes in use once tid is
 // committed and the root items it wrote, by tree; an error has made the
 // engine read-only.
-func (e *Engine) updateRoots(tid uint64) (used int64, pendingRoots map[uint64]rootRef, err error) {
-	tr := &Trans{id: tid, e: e, commit: true}
+func (e *Engine) updateRoots(tid journal.Transid) (used int64, pendingRoots map[uint64]rootRef, err error) {
+	tr := &Trans{id: TransGeneration(tid), e: e, commit: true}
 	used = int64(e.usedBytes)
 	pendingRoots = map[uint64]rootRef{}
 	for round := 0; ; round++ {
@@ -81,7 +81,7 @@ func (e *Engine) updateRoots(tid uint64) (used int64, pendingRoots map[uint64]ro
 		if err != nil {
 			return 0, nil, e.fail(err)
 		}
-		if d := e.alloc.takeDelta(tid); d != nil {
+		if d := e.alloc.takeDelta(tr.id); d != nil {
 			delta, err := e.applyDelta(tr, d)
 			if err != nil {
 				return 0, nil, e.fail(err)
@@ -98,11 +98,11 @@ func (e *Engine) updateRoots(tid uint64) (used int64, pendingRoots map[uint64]ro
 // commitSuperWrite seals tid's dirty nodes and makes the superblock that
 // names tid's root tree and no log: tid's log, if any, is unnecessary once
 // this superblock is durable.
-func (e *Engine) commitSuperWrite(tid uint64, rootTree *Tree, used int64) superWrite {
-	nodes := e.takeDirty(tid)
+func (e *Engine) commitSuperWrite(tid journal.Transid, rootTree *Tree, used int64) superWrite {
+	nodes := e.takeDirty(TransGeneration(tid))
 	sealNodes(nodes)
 	w := superWrite{nodes: nodes, ios: e.nodeWrites(nodes), sb: e.nextSuper()}
-	r := rootTree.rootAt(tid)
+	r := rootTree.rootAt(TransGeneration(tid))
 	w.sb.Generation = tid
 	w.sb.Root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	w.sb.BytesUsed = uint64(used)
@@ -113,7 +113,7 @@ func (e *Engine) commitSuperWrite(tid uint64, rootTree *Tree, used int64) superW
 // publishCommit makes the durable commit of tid the engine's state: its
 // nodes clean (so evictable: the cache goes back to budget), its
 // superblock, space and roots the committed ones.
-func (e *Engine) publishCommit(tid uint64, w superWrite, rootTree *Tree, used int64, pendingRoots map[uint64]rootRef) {
+func (e *Engine) publishCommit(tid journal.Transid, w superWrite, rootTree *Tree, used int64, pendingRoots map[uint64]rootRef) {
 	markWritten(w.nodes)
 	e.cache.Shrink()
 	e.publishSuper(w.sb)
@@ -124,7 +124,7 @@ func (e *Engine) publishCommit(tid uint64, w superWrite, rootTree *Tree, used in
 	rootTree.committedRoot = w.sb.Root
 	e.treesMu.RLock()
 	for _, t := range e.trees {
-		t.forgetRootsBefore(tid)
+		t.forgetRootsBefore(TransGeneration(tid))
 	}
 	e.treesMu.RUnlock()
 }
@@ -209,11 +209,11 @@ func markWritten(nodes []*ExtentBuffer) {
 
 // committed runs after the journal published tid: the space tid freed is
 // reusable now.
-func (e *Engine) committed(tid uint64) {
-	if err := e.alloc.unpin(tid); err != nil {
+func (e *Engine) committed(tid journal.Transid) {
+	if err := e.alloc.unpin(TransGeneration(tid)); err != nil {
 		e.fail(err)
 	}
-	e.dropLog(journal.Transid(tid))
+	e.dropLog(tid)
 }
 
 // updateRootItems writes each tree's root as of tr into the root tree.
@@ -299,13 +299,13 @@ func (e *Engine) nodeWrites(nodes []*ExtentBuffer) []dev.IO {
 // and one histogram observation each.
 type commitPhases struct {
 	ctx   context.Context
-	tid   uint64 // the transaction, for the phase markers
+	tid   journal.Transid // the transaction, for the phase markers
 	name  string
 	began time.Time
 	span  trace.Span
 }
 
-func newCommitPhases(ctx context.Context, tid uint64) *commitPhases {
+func newCommitPhases(ctx context.Context, tid journal.Transid) *commitPhases {
 	return &commitPhases{ctx: ctx, tid: tid}
 }
 
@@ -314,7 +314,7 @@ func (p *commitPhases) begin(name string, attrs ...attribute.KeyValue) {
 	p.end()
 	p.name, p.began = name, time.Now()
 	_, p.span = trace.Start(p.ctx, name, attrs...)
-	trace.PhaseBegin(p.tid, trace.PhaseByName(name), p.span.Key())
+	trace.PhaseBegin(uint64(p.tid), trace.PhaseByName(name), p.span.Key())
 }
 
 // end ends the current phase.
@@ -322,7 +322,7 @@ func (p *commitPhases) end() {
 	if p.name == "" {
 		return
 	}
-	trace.PhaseEnd(p.tid, trace.PhaseByName(p.name))
+	trace.PhaseEnd(uint64(p.tid), trace.PhaseByName(p.name))
 	p.span.End()
 	trace.RecordCommitPhase(p.name, time.Since(p.began))
 	p.name = ""

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ustore/dev/memdev"
+	"ustore/journal"
 )
 
 // TestEngine_Crash_AllOrNothing runs random operations and commits on a
@@ -23,8 +24,8 @@ func TestEngine_Crash_AllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := mount(t, d)
-	snapshots := map[uint64]model{1: nil} // generation → the test tree then (nil: no tree)
-	durableAt := map[uint64]uint64{1: d.Seq()}
+	snapshots := map[journal.Transid]model{1: nil} // generation → the test tree then (nil: no tree)
+	durableAt := map[journal.Transid]uint64{1: d.Seq()}
 	tr, _ := e.Start()
 	if _, err := e.CreateTree(tr, testTree); err != nil {
 		t.Fatal(err)
@@ -106,11 +107,11 @@ func TestEngine_Crash_AllOrNothing(t *testing.T) {
 	t.Logf("%d crash cases over %d crash points", cases, len(points))
 }
 
-func commitGen(t *testing.T, e *Engine) uint64 {
+func commitGen(t *testing.T, e *Engine) journal.Transid {
 	t.Helper()
 	gen, err := e.Commit(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return uint64(gen)
+	return gen
 }

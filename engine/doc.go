@@ -5,14 +5,16 @@
 // on-disk format; docs/ARCHITECTURE.md places the engine among the other
 // packages; this comment says how the pieces fit and what must hold.
 //
-// Files, by concept: key.go (keys and item types), format.go (layouts and
-// sizes), extent_buffer.go (a node in memory), leaf.go (packing items in a
-// leaf, pointers in a node), path.go and search_slot.go (the locked search
-// path), cow.go, split.go, balance.go (the three ways a search changes the
-// tree), items.go (insert, batch insert, delete, update, resize, iterate),
-// alloc.go, extent_set.go, free_space_tree.go (space), commit.go, mount.go,
-// superblock.go, superblock_choice.go, fsck.go, read_only.go (the degraded
-// mount).
+// Files, by concept: key.go (keys and item types), bytenr.go, generation.go,
+// log_gen.go and ino.go (the typed numbers: a device address, a node's
+// generation, a log generation, an inode number and its keys), format.go
+// (layouts and sizes), extent_buffer.go (a node in memory), leaf.go
+// (packing items in a leaf, pointers in a node), path.go and search_slot.go
+// (the locked search path), cow.go, split.go, balance.go (the three ways
+// a search changes the tree), items.go (insert, batch insert, delete,
+// update, resize, iterate), alloc.go, extent_set.go, free_space_tree.go
+// (space), commit.go, mount.go, superblock.go, superblock_choice.go,
+// fsck.go, read_only.go (the degraded mount).
 //
 // # Searching and locking
 //

@@ -52,7 +52,7 @@ type Engine struct {
 	trees   map[uint64]*Tree
 
 	dirtyMu sync.Mutex
-	dirty   map[uint64]map[Bytenr]*ExtentBuffer // transid → bytenr → node
+	dirty   map[Generation]map[Bytenr]*ExtentBuffer // generation → bytenr → node
 
 	commitMu  sync.Mutex
 	sb        Superblock  // the newest durable superblock
@@ -73,7 +73,7 @@ type Engine struct {
 // Trans is a handle on the running transaction: every change to a tree is
 // made under one, and carries its id as the generation.
 type Trans struct {
-	id     uint64
+	id     Generation
 	h      *journal.Handle
 	e      *Engine
 	commit bool // the commit's own changes (root items, free space tree)
@@ -109,7 +109,7 @@ func (e *Engine) Start() (*Trans, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &Trans{id: uint64(h.Transid()), h: h, e: e}, nil
+	return &Trans{id: TransGeneration(h.Transid()), h: h, e: e}, nil
 }
 
 // Commit commits the running transaction and waits until it is durable.
@@ -170,7 +170,7 @@ func (e *Engine) failure() error {
 
 // addDirty records a node born in transaction tid, and counts it toward
 // the journal's dirty-bytes trigger.
-func (e *Engine) addDirty(tid uint64, eb *ExtentBuffer) {
+func (e *Engine) addDirty(tid Generation, eb *ExtentBuffer) {
 	e.trackDirty(tid, eb)
 	if e.j != nil {
 		e.j.AddDirty(int64(e.geo.nodeSize))
@@ -179,7 +179,7 @@ func (e *Engine) addDirty(tid uint64, eb *ExtentBuffer) {
 
 // trackDirty records a node born in tid (a transaction or a log
 // generation) among the nodes to write.
-func (e *Engine) trackDirty(tid uint64, eb *ExtentBuffer) {
+func (e *Engine) trackDirty(tid Generation, eb *ExtentBuffer) {
 	e.dirtyMu.Lock()
 	m := e.dirty[tid]
 	if m == nil {
@@ -190,14 +190,14 @@ func (e *Engine) trackDirty(tid uint64, eb *ExtentBuffer) {
 	e.dirtyMu.Unlock()
 }
 
-func (e *Engine) removeDirty(tid uint64, eb *ExtentBuffer) {
+func (e *Engine) removeDirty(tid Generation, eb *ExtentBuffer) {
 	e.dirtyMu.Lock()
 	delete(e.dirty[tid], eb.bytenr)
 	e.dirtyMu.Unlock()
 }
 
 // takeDirty returns transaction tid's dirty nodes in bytenr order.
-func (e *Engine) takeDirty(tid uint64) []*ExtentBuffer {
+func (e *Engine) takeDirty(tid Generation) []*ExtentBuffer {
 	e.dirtyMu.Lock()
 	m := e.dirty[tid]
 	delete(e.dirty, tid)

@@ -32,32 +32,34 @@ func newExtentBuffer(bytenr Bytenr, data []byte, class *lock.Class) *ExtentBuffe
 func (eb *ExtentBuffer) CacheBytes() int64 { return int64(len(eb.data)) + 128 }
 func (eb *ExtentBuffer) Pinned() bool      { return eb.dirty.Load() }
 
-func (eb *ExtentBuffer) Bytenr() Bytenr     { return eb.bytenr }
-func (eb *ExtentBuffer) Level() int         { return int(eb.data[hdrLevel]) }
-func (eb *ExtentBuffer) IsLeaf() bool       { return eb.data[hdrLevel] == 0 }
-func (eb *ExtentBuffer) Generation() uint64 { return le.Uint64(eb.data[hdrGeneration:]) }
-func (eb *ExtentBuffer) Owner() uint64      { return le.Uint64(eb.data[hdrOwner:]) }
+func (eb *ExtentBuffer) Bytenr() Bytenr { return eb.bytenr }
+func (eb *ExtentBuffer) Level() int     { return int(eb.data[hdrLevel]) }
+func (eb *ExtentBuffer) IsLeaf() bool   { return eb.data[hdrLevel] == 0 }
+func (eb *ExtentBuffer) Generation() Generation {
+	return Generation(le.Uint64(eb.data[hdrGeneration:]))
+}
+func (eb *ExtentBuffer) Owner() uint64 { return le.Uint64(eb.data[hdrOwner:]) }
 
 // ItemCount is the number of items (leaf) or pointers (internal node).
 // btrfs: nritems.
 func (eb *ExtentBuffer) ItemCount() int { return int(le.Uint32(eb.data[hdrNritems:])) }
 
-func (eb *ExtentBuffer) setItemCount(n int)       { le.PutUint32(eb.data[hdrNritems:], uint32(n)) }
-func (eb *ExtentBuffer) setGeneration(g uint64)   { le.PutUint64(eb.data[hdrGeneration:], g) }
-func (eb *ExtentBuffer) setBytenrHeader(b Bytenr) { le.PutUint64(eb.data[hdrBytenr:], uint64(b)) }
+func (eb *ExtentBuffer) setItemCount(n int)         { le.PutUint32(eb.data[hdrNritems:], uint32(n)) }
+func (eb *ExtentBuffer) setGeneration(g Generation) { le.PutUint64(eb.data[hdrGeneration:], uint64(g)) }
+func (eb *ExtentBuffer) setBytenrHeader(b Bytenr)   { le.PutUint64(eb.data[hdrBytenr:], uint64(b)) }
 
 // initHeader formats an empty node.
-func (eb *ExtentBuffer) initHeader(fsid [16]byte, gen, owner uint64, level int) {
+func (eb *ExtentBuffer) initHeader(fsid [16]byte, gen Generation, owner uint64, level int) {
 	clear(eb.data)
 	eb.setHeader(fsid, gen, owner, level)
 }
 
 // setHeader writes the header fields of a node whose bytes are already zero
 // (a fresh buffer) or about to be overwritten (a CoW copy).
-func (eb *ExtentBuffer) setHeader(fsid [16]byte, gen, owner uint64, level int) {
+func (eb *ExtentBuffer) setHeader(fsid [16]byte, gen Generation, owner uint64, level int) {
 	copy(eb.data[hdrFsid:], fsid[:])
 	le.PutUint64(eb.data[hdrBytenr:], uint64(eb.bytenr))
-	le.PutUint64(eb.data[hdrGeneration:], gen)
+	le.PutUint64(eb.data[hdrGeneration:], uint64(gen))
 	le.PutUint64(eb.data[hdrOwner:], owner)
 	eb.data[hdrLevel] = uint8(level)
 }
@@ -132,15 +134,15 @@ func (eb *ExtentBuffer) ptr(i int) []byte {
 	return eb.data[o : o+ptrSize]
 }
 func (eb *ExtentBuffer) BlockPtr(i int) Bytenr { return Bytenr(le.Uint64(eb.ptr(i)[keySize:])) }
-func (eb *ExtentBuffer) PtrGeneration(i int) uint64 {
-	return le.Uint64(eb.ptr(i)[keySize+8:])
+func (eb *ExtentBuffer) PtrGeneration(i int) Generation {
+	return Generation(le.Uint64(eb.ptr(i)[keySize+8:]))
 }
 
-func (eb *ExtentBuffer) setPtr(i int, k Key, bytenr Bytenr, gen uint64) {
+func (eb *ExtentBuffer) setPtr(i int, k Key, bytenr Bytenr, gen Generation) {
 	p := eb.ptr(i)
 	putKey(p, k)
 	le.PutUint64(p[keySize:], uint64(bytenr))
-	le.PutUint64(p[keySize+8:], gen)
+	le.PutUint64(p[keySize+8:], uint64(gen))
 }
 
 func (eb *ExtentBuffer) setKey(i int, k Key) {

@@ -67,7 +67,9 @@ func (s *extentSet) findSmall(length uint64) (uint64, bool) {
 // add inserts [start, start+length), which must not overlap the set. The
 // bytes added come back exactly: sum grows by length (paired with remove).
 func (s *extentSet) add(start, length uint64) bool {
-	assert.Thatf(length > 0 && start+length > start, "engine: free extent [%d, +%d) is empty or wraps", start, length)
+	if !(length > 0 && start+length > start) {
+		assert.Failf("engine: free extent [%d, +%d) is empty or wraps", start, length)
+	}
 	before := s.sum
 	ok := s.insert(start, length)
 	if ok {
@@ -115,14 +117,18 @@ func (s *extentSet) insert(start, length uint64) bool {
 // The bytes taken are exactly length (paired with add), and none of them
 // is free afterwards.
 func (s *extentSet) remove(start, length uint64) bool {
-	assert.Thatf(length > 0 && start+length > start, "engine: extent [%d, +%d) to take is empty or wraps", start, length)
+	if !(length > 0 && start+length > start) {
+		assert.Failf("engine: extent [%d, +%d) to take is empty or wraps", start, length)
+	}
 	before := s.sum
 	if !s.cut(start, length) {
 		s.assertSum(before, before)
 		return false
 	}
 	s.assertSum(before, before-length)
-	assert.Thatf(!s.overlaps(start, length), "engine: [%d, +%d) is still free after it was taken", start, length)
+	if s.overlaps(start, length) {
+		assert.Failf("engine: [%d, +%d) is still free after it was taken", start, length)
+	}
 	return true
 }
 
@@ -185,8 +191,12 @@ func (s *extentSet) overlaps(start, length uint64) bool {
 // assertSum checks the running totals after a change: sum moved by exactly
 // the bytes added or taken, and the big extents are part of it.
 func (s *extentSet) assertSum(before, want uint64) {
-	assert.Thatf(s.sum == want, "engine: free bytes %d after a change from %d, want %d", s.sum, before, want)
-	assert.Thatf(s.bigSum <= s.sum, "engine: %d free bytes in big extents, more than the %d free", s.bigSum, s.sum)
+	if s.sum != want {
+		assert.Failf("engine: free bytes %d after a change from %d, want %d", s.sum, before, want)
+	}
+	if s.bigSum > s.sum {
+		assert.Failf("engine: %d free bytes in big extents, more than the %d free", s.bigSum, s.sum)
+	}
 }
 
 // check walks the whole set (invariants build only, at commit points):

@@ -33,7 +33,9 @@ func (e *Engine) applyDelta(tr *Trans, d *allocDelta) (used int64, err error) {
 	for _, x := range coalesce(allocs) {
 		// The allocator checked each allocation as it handed it out
 		// (assertTaken); the same holds where the tree takes it.
-		assert.Thatf(e.alloc.inDevice(x.start, x.length), "engine: transaction %d allocated [%d, +%d), outside the device", tr.id, x.start, x.length)
+		if !e.alloc.inDevice(x.start, x.length) {
+			assert.Failf("engine: transaction %d allocated [%d, +%d), outside the device", tr.id, x.start, x.length)
+		}
 		if err := fst.fstTake(tr, x); err != nil {
 			return used, err
 		}

@@ -15,13 +15,6 @@ import (
 // BTRFS_EXTENT_CSUM_OBJECTID, -10).
 const CsumObjectID = ^uint64(9)
 
-// RootDirIno is the root directory's inode number; FirstFreeIno the first a
-// file may get.
-const (
-	RootDirIno   = 256
-	FirstFreeIno = 257
-)
-
 // Timespec is a time as seconds and nanoseconds since the epoch.
 type Timespec struct {
 	Sec  int64
@@ -94,7 +87,7 @@ func DecodeInodeItem(b []byte) (InodeItem, error) {
 // DIR_INDEX, index) exactly one. INODE_REF (child, INODE_REF, dir) holds a
 // list of the child's names in dir, with Child set to dir.
 type DirEntry struct {
-	Child uint64 // the inode the name points at (INODE_REF: the directory)
+	Child Ino    // the inode the name points at (INODE_REF: the directory)
 	Type  uint8  // DT_* of the child (INODE_REF: 0)
 	Index uint64 // the entry's DIR_INDEX offset
 	Name  []byte
@@ -108,7 +101,7 @@ const NameMax = 255
 // EncodeDirEntries appends the encoding of es to b.
 func EncodeDirEntries(b []byte, es ...DirEntry) []byte {
 	for _, e := range es {
-		b = le.AppendUint64(b, e.Child)
+		b = le.AppendUint64(b, uint64(e.Child))
 		b = append(b, e.Type)
 		b = le.AppendUint64(b, e.Index)
 		b = le.AppendUint16(b, uint16(len(e.Name)))
@@ -125,7 +118,7 @@ func DecodeDirEntries(b []byte) ([]DirEntry, error) {
 		if len(b) < dirEntryHeader {
 			return nil, fmt.Errorf("%w: directory entry header cut short (%d bytes)", ErrCorruption, len(b))
 		}
-		e := DirEntry{Child: le.Uint64(b), Type: b[8], Index: le.Uint64(b[9:])}
+		e := DirEntry{Child: Ino(le.Uint64(b)), Type: b[8], Index: le.Uint64(b[9:])}
 		n := int(le.Uint16(b[17:]))
 		if n == 0 || n > NameMax || len(b) < dirEntryHeader+n {
 			return nil, fmt.Errorf("%w: directory entry name of %d bytes in %d", ErrCorruption, n, len(b))

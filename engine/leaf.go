@@ -116,7 +116,7 @@ func leafMoveItems(src *ExtentBuffer, from, to int, dst *ExtentBuffer, slot int)
 
 // Internal node primitives.
 
-func (eb *ExtentBuffer) nodeInsertPtr(slot int, k Key, bytenr Bytenr, gen uint64) {
+func (eb *ExtentBuffer) nodeInsertPtr(slot int, k Key, bytenr Bytenr, gen Generation) {
 	n := eb.ItemCount()
 	from := headerSize + slot*ptrSize
 	copy(eb.data[from+ptrSize:], eb.data[from:headerSize+n*ptrSize])

@@ -53,7 +53,7 @@ type logState struct {
 	// generation after whose durable superblock it is unreachable.
 	pending []pendingBlock
 	// gens are the log generations whose dirty nodes are not yet written.
-	gens map[uint64]struct{}
+	gens map[Generation]struct{}
 	// tree is the transaction's log tree (once live): a tree per
 	// transaction, since T+1 may begin logging while T's last fsyncs
 	// still log into T's.
@@ -75,7 +75,7 @@ type pendingBlock struct {
 func (e *Engine) logStateLocked(tid journal.Transid) *logState {
 	st := e.logs[tid]
 	if st == nil {
-		st = &logState{tid: tid, blocks: map[Bytenr]struct{}{}, gens: map[uint64]struct{}{}}
+		st = &logState{tid: tid, blocks: map[Bytenr]struct{}{}, gens: map[Generation]struct{}{}}
 		e.logs[tid] = st
 	}
 	return st
@@ -92,7 +92,7 @@ func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
 	e.logMu.Lock()
 	st := e.logStateLocked(tr.ID())
 	e.logMu.Unlock()
-	return &Trans{id: uint64(MakeLogGen(tr.ID(), sub)), e: e, log: st, reserved: tr.reserved}, nil
+	return &Trans{id: MakeLogGen(tr.ID(), sub).Generation(), e: e, log: st, reserved: tr.reserved}, nil
 }
 
 // LogTree returns the log tree of lt's transaction, creating an empty one
@@ -200,7 +200,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	}
 	nodes := e.takeLogDirty(gens)
 	sealNodes(nodes)
-	r := st.tree.rootAt(uint64(gen))
+	r := st.tree.rootAt(gen.Generation())
 	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	start := time.Now()
 	trace.PhaseBegin(uint64(gen), trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
@@ -208,7 +208,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	if e.sb.Generation != uint64(tid)-1 {
+	if e.sb.Generation != tid-1 {
 		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.sb.Generation))
 	}
 	w := superWrite{nodes: nodes, sb: e.nextSuper()}
@@ -235,14 +235,14 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 
 // takeLogGens returns tid's log state (nil if none) and takes from it the
 // log generations up to gen whose nodes are not yet written.
-func (e *Engine) takeLogGens(tid journal.Transid, gen LogGen) (*logState, []uint64) {
+func (e *Engine) takeLogGens(tid journal.Transid, gen LogGen) (*logState, []Generation) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	st := e.logs[tid]
-	var gens []uint64
+	var gens []Generation
 	if st != nil {
 		for g := range st.gens {
-			if LogGen(g) <= gen {
+			if g <= gen.Generation() {
 				gens = append(gens, g)
 				delete(st.gens, g)
 			}
@@ -253,7 +253,7 @@ func (e *Engine) takeLogGens(tid journal.Transid, gen LogGen) (*logState, []uint
 
 // takeLogDirty takes the dirty nodes of log generations gens, in bytenr
 // order.
-func (e *Engine) takeLogDirty(gens []uint64) []*ExtentBuffer {
+func (e *Engine) takeLogDirty(gens []Generation) []*ExtentBuffer {
 	var nodes []*ExtentBuffer
 	for _, g := range gens {
 		nodes = append(nodes, e.takeDirty(g)...)
@@ -397,5 +397,5 @@ func (e *Engine) ClaimData(tr *Trans, start Bytenr, length uint64) error {
 func (e *Engine) CommittedGeneration() journal.Transid {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	return journal.Transid(e.sb.Generation)
+	return e.sb.Generation
 }

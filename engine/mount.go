@@ -67,7 +67,7 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 		Fsid: fsid, Bytenr: slotOffset(1), Version: FormatVersion, Seq: 1, Generation: gen,
 		Root: rootRef{bytenr: nodes[RootTreeID].bytenr, generation: gen}, TotalBytes: size,
 		BytesUsed: uint64(len(ids) * ns), NodeSize: uint32(ns), SectorSize: SectorSize,
-		CsumType: CsumCRC32C, NextIno: 257,
+		CsumType: CsumCRC32C, NextIno: FirstFreeIno,
 	}
 	// Both copies of the other slot are zeroed first: a superblock left by
 	// an earlier format must never be mounted.
@@ -129,7 +129,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		dev: d, geo: newGeometry(int(sb.NodeSize)), fsid: sb.Fsid, log: log,
 		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
-		dirty: map[uint64]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
+		dirty: map[Generation]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
 		logs: map[journal.Transid]*logState{}, super: choice, readOnly: opts.ReadOnly,
 	}
 	e.logTree = newTree(e, LogTreeID)
@@ -199,10 +199,10 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	e.j, err = journal.Open(journal.Options{
 		CommitInterval: opts.CommitInterval,
 		DirtyBytesMax:  opts.DirtyBytesMax,
-		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, uint64(t)) },
-		Committed:      func(t journal.Transid) { e.committed(uint64(t)) },
+		Commit:         func(ctx context.Context, t journal.Transid) error { return e.commit(ctx, t) },
+		Committed:      func(t journal.Transid) { e.committed(t) },
 		Logger:         log,
-		FirstTransid:   journal.Transid(sb.Generation + 1),
+		FirstTransid:   sb.Generation + 1,
 		Ablations:      opts.Ablations,
 	})
 	if err != nil {

@@ -24,7 +24,7 @@ type Path struct {
 	// gens records each level's node generation as the search saw it: a
 	// CoW restart needs write locks only up to the nearest ancestor that is
 	// already of the running transaction.
-	gens [maxLevel + 1]uint64
+	gens [maxLevel + 1]Generation
 	// reserveOK: this search deletes, so its CoWs may use the metadata
 	// reserve.
 	reserveOK bool

@@ -7,7 +7,7 @@ import (
 
 // rootAtWithin calls t.rootAt(gen), failing the test when it does not
 // return within a few seconds (a cycle in the history would spin forever).
-func rootAtWithin(tb testing.TB, t *Tree, gen uint64) *ExtentBuffer {
+func rootAtWithin(tb testing.TB, t *Tree, gen Generation) *ExtentBuffer {
 	tb.Helper()
 	got := make(chan *ExtentBuffer, 1)
 	go func() { got <- t.rootAt(gen) }()

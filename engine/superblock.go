@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"ustore/dev"
+	"ustore/journal"
 )
 
 // Superblock is the entry point of the on-disk state. It lives in a pair
@@ -20,7 +21,7 @@ type Superblock struct {
 	Version    uint32
 	Incompat   uint32
 	Seq        uint64
-	Generation uint64 // the transaction this superblock commits
+	Generation journal.Transid // the transaction this superblock commits
 	Root       rootRef
 	LogRoot    rootRef
 	LogTransid LogGen
@@ -29,7 +30,7 @@ type Superblock struct {
 	NodeSize   uint32
 	SectorSize uint32
 	CsumType   uint16
-	NextIno    uint64
+	NextIno    Ino
 }
 
 const (
@@ -62,11 +63,11 @@ func slotOffset(seq uint64) uint64 {
 func putRootRef(b []byte, r rootRef) {
 	le.PutUint64(b[0:], uint64(r.bytenr))
 	b[8] = uint8(r.level)
-	le.PutUint64(b[16:], r.generation)
+	le.PutUint64(b[16:], uint64(r.generation))
 }
 
 func getRootRef(b []byte) rootRef {
-	return rootRef{bytenr: Bytenr(le.Uint64(b[0:])), level: int(b[8]), generation: le.Uint64(b[16:])}
+	return rootRef{bytenr: Bytenr(le.Uint64(b[0:])), level: int(b[8]), generation: Generation(le.Uint64(b[16:]))}
 }
 
 // encode writes the superblock into a 4096-byte buffer, checksum last.
@@ -78,7 +79,7 @@ func (sb *Superblock) encode(b []byte) {
 	le.PutUint32(b[sbVersion:], sb.Version)
 	le.PutUint32(b[sbIncompat:], sb.Incompat)
 	le.PutUint64(b[sbSeq:], sb.Seq)
-	le.PutUint64(b[sbGeneration:], sb.Generation)
+	le.PutUint64(b[sbGeneration:], uint64(sb.Generation))
 	putRootRef(b[sbRoot:], sb.Root)
 	putRootRef(b[sbLogRoot:], sb.LogRoot)
 	le.PutUint64(b[sbLogTransid:], uint64(sb.LogTransid))
@@ -87,7 +88,7 @@ func (sb *Superblock) encode(b []byte) {
 	le.PutUint32(b[sbNodeSize:], sb.NodeSize)
 	le.PutUint32(b[sbSectorSize:], sb.SectorSize)
 	le.PutUint16(b[sbCsumType:], sb.CsumType)
-	le.PutUint64(b[sbNextIno:], sb.NextIno)
+	le.PutUint64(b[sbNextIno:], uint64(sb.NextIno))
 	le.PutUint32(b[sbCsum:], crc32c(b[sbFsid:superSize]))
 }
 
@@ -169,7 +170,7 @@ func decodeSuperCopy(b []byte, off uint64) superCopy {
 	sb.Version = le.Uint32(b[sbVersion:])
 	sb.Incompat = le.Uint32(b[sbIncompat:])
 	sb.Seq = le.Uint64(b[sbSeq:])
-	sb.Generation = le.Uint64(b[sbGeneration:])
+	sb.Generation = journal.Transid(le.Uint64(b[sbGeneration:]))
 	sb.Root = getRootRef(b[sbRoot:])
 	sb.LogRoot = getRootRef(b[sbLogRoot:])
 	sb.LogTransid = LogGen(le.Uint64(b[sbLogTransid:]))
@@ -178,7 +179,7 @@ func decodeSuperCopy(b []byte, off uint64) superCopy {
 	sb.NodeSize = le.Uint32(b[sbNodeSize:])
 	sb.SectorSize = le.Uint32(b[sbSectorSize:])
 	sb.CsumType = le.Uint16(b[sbCsumType:])
-	sb.NextIno = le.Uint64(b[sbNextIno:])
+	sb.NextIno = Ino(le.Uint64(b[sbNextIno:]))
 	if sb.Version != FormatVersion || sb.Incompat != 0 {
 		c.state = copyVersion
 		c.err = fmt.Errorf("%w: superblock copy at %d: format version %d (incompat flags %#x); this build reads version %d: "+
@@ -211,13 +212,13 @@ func (sb *Superblock) check(off uint64) error {
 		return fmt.Errorf("sector size %d, checksum type %d", sb.SectorSize, sb.CsumType)
 	case sb.TotalBytes%ns != 0 || sb.TotalBytes < firstAllocatable+64*ns || sb.BytesUsed > sb.TotalBytes:
 		return fmt.Errorf("%d bytes total, %d used", sb.TotalBytes, sb.BytesUsed)
-	case sb.Generation == 0 || sb.Root.generation == 0 || sb.Root.generation > sb.Generation:
+	case sb.Generation == 0 || sb.Root.generation == 0 || sb.Root.generation > TransGeneration(sb.Generation):
 		return fmt.Errorf("generation %d, root generation %d", sb.Generation, sb.Root.generation)
 	case !nodeOK(sb.Root):
 		return fmt.Errorf("root tree root at %d, level %d", sb.Root.bytenr, sb.Root.level)
 	case (sb.LogRoot.bytenr == 0) != (sb.LogTransid == 0):
 		return fmt.Errorf("log root at %d with log generation %#x", sb.LogRoot.bytenr, uint64(sb.LogTransid))
-	case sb.LogRoot.bytenr != 0 && (!nodeOK(sb.LogRoot) || uint64(sb.LogTransid.Transid()) != sb.Generation+1):
+	case sb.LogRoot.bytenr != 0 && (!nodeOK(sb.LogRoot) || sb.LogTransid.Transid() != sb.Generation+1):
 		// A log sync logs transaction Generation+1 (SyncLog).
 		return fmt.Errorf("log root at %d, level %d, log generation %#x on generation %d",
 			sb.LogRoot.bytenr, sb.LogRoot.level, uint64(sb.LogTransid), sb.Generation)

@@ -12,6 +12,7 @@ import (
 
 	"ustore/dev"
 	"ustore/dev/memdev"
+	"ustore/journal"
 )
 
 // Superblock redundancy: one damaged copy never loses acknowledged state, a
@@ -68,9 +69,9 @@ func (w *warnLog) String() string {
 // inserting superKeysPerCommit keys.
 type superImage struct {
 	d        *memdev.Device
-	newest   superCopy // the primary copy of the newest superblock
-	previous uint64    // the generation of the superblock before it
-	keys     uint64    // keys inserted in all
+	newest   superCopy       // the primary copy of the newest superblock
+	previous journal.Transid // the generation of the superblock before it
+	keys     uint64          // keys inserted in all
 }
 
 const superKeysPerCommit = 40

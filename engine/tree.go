@@ -46,14 +46,14 @@ type Tree struct {
 // transaction makes a node the root a second time.
 type rootVersion struct {
 	root *ExtentBuffer
-	by   uint64
+	by   Generation
 }
 
 // rootRef is what a ROOT_ITEM holds.
 type rootRef struct {
 	bytenr     Bytenr
 	level      int
-	generation uint64
+	generation Generation
 }
 
 func newTree(e *Engine, id uint64) *Tree {
@@ -96,7 +96,7 @@ func (t *Tree) setRoot(tr *Trans, eb *ExtentBuffer) {
 // newest root made by a transaction not after gen; nil when the tree was
 // created later. The caller ensures no transaction <= gen is still
 // modifying the tree.
-func (t *Tree) rootAt(gen uint64) *ExtentBuffer {
+func (t *Tree) rootAt(gen Generation) *ExtentBuffer {
 	// rootLock before prevMu, as setRoot's callers take them. With the
 	// history still empty no setRoot has run, so r is the current root.
 	t.rootLock.RLock()
@@ -121,7 +121,7 @@ func (t *Tree) rootAt(gen uint64) *ExtentBuffer {
 // forgetRootsBefore drops the roots no commit after gen can ask for: a
 // walk for a generation > gen stops at the newest root made by gen+1 or
 // before, so the roots older than that one are dead.
-func (t *Tree) forgetRootsBefore(gen uint64) {
+func (t *Tree) forgetRootsBefore(gen Generation) {
 	t.prevMu.Lock()
 	defer t.prevMu.Unlock()
 	keep := 0

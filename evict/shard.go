@@ -114,6 +114,8 @@ func (s *shard[E]) checkAfterChange() {
 	assert.That((s.hand == nil) == (len(s.items) == 0), "evict: hand and map disagree on emptiness")
 	if invariantsEnabled {
 		err := s.checkLocked()
-		assert.Thatf(err == nil, "evict: %v", err)
+		if err != nil {
+			assert.Failf("evict: %v", err)
+		}
 	}
 }

@@ -67,8 +67,9 @@ func (j *Journal) attach(create bool) (*Handle, error) {
 			return nil, err
 		}
 	}
-	assert.Thatf(t.handlesOpen < handlesOpenMax,
-		"journal: %d handles open on transaction %d: handles leak (Start without End)", t.handlesOpen, t.transid)
+	if t.handlesOpen >= handlesOpenMax {
+		assert.Failf("journal: %d handles open on transaction %d: handles leak (Start without End)", t.handlesOpen, t.transid)
+	}
 	t.handlesOpen++
 	t.handlesEver++
 	return &Handle{j: j, t: t}, nil
@@ -84,7 +85,9 @@ func (h *Handle) Transid() Transid { return h.t.transid }
 // other caller is still changing.
 func (h *Handle) End() {
 	swapped := h.ended.CompareAndSwap(false, true)
-	assert.Thatf(swapped, "journal: handle of transaction %d ended twice", h.t.transid)
+	if !swapped {
+		assert.Failf("journal: handle of transaction %d ended twice", h.t.transid)
+	}
 	j, t := h.j, h.t
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"ustore/internal/assert"
@@ -12,6 +13,11 @@ import (
 // writes). Ids grow by one per transaction and are never reused; 0 means
 // "none", and Committed(0) is always true.
 type Transid uint64
+
+// String writes the id in decimal, as every message, span attribute and dump
+// has; a LogGen writes its Transid the same way ("T.sub"), and an
+// engine.Bytenr too, so the three read alike side by side.
+func (t Transid) String() string { return strconv.FormatUint(uint64(t), 10) }
 
 // TransState is where a transaction is in its life cycle.
 type TransState uint8

@@ -115,7 +115,7 @@ type harness struct {
 	t       *testing.T
 	d       *memdev.Device
 	s       *store.Store
-	handles map[string]uint64
+	handles map[string]store.Ino
 	writes  int
 }
 
@@ -143,19 +143,19 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 	case "write":
 		return h.write(a)
 	case "truncate":
-		return h.withIno(a.pos(0), func(ino uint64) error { return h.s.Truncate(ino, a.size("size")) })
+		return h.withIno(a.pos(0), func(ino store.Ino) error { return h.s.Truncate(ino, a.size("size")) })
 	case "chmod":
 		mode, err := strconv.ParseUint(a.str("mode"), 8, 32)
 		if err != nil {
 			a.fail("chmod: mode: %v", err)
 		}
 		m := uint32(mode)
-		return h.withIno(a.pos(0), func(ino uint64) error {
+		return h.withIno(a.pos(0), func(ino store.Ino) error {
 			_, err := h.s.SetAttr(ino, store.SetAttr{Mode: &m})
 			return err
 		})
 	case "link":
-		return h.withIno(a.pos(0), func(ino uint64) error {
+		return h.withIno(a.pos(0), func(ino store.Ino) error {
 			dir, name, err := h.s.ResolveParent(a.pos(1))
 			if err == nil {
 				_, err = h.s.Link(ino, dir.Ino, name)
@@ -247,7 +247,7 @@ func (h *harness) reset() {
 	if err != nil {
 		h.t.Fatalf("open: %v", err)
 	}
-	h.s, h.handles, h.writes = s, map[string]uint64{}, 0
+	h.s, h.handles, h.writes = s, map[string]store.Ino{}, 0
 }
 
 // close syncs, checks and closes the store: every script ends clean.
@@ -281,7 +281,7 @@ func (h *harness) crash() string {
 	if err != nil {
 		return fmt.Sprintf("mount: error: %v", err)
 	}
-	h.s, h.handles, h.writes = s, map[string]uint64{}, 0
+	h.s, h.handles, h.writes = s, map[string]store.Ino{}, 0
 	var b strings.Builder
 	switch rep := s.Replay(); {
 	case !rep.Found:
@@ -300,7 +300,7 @@ func (h *harness) crash() string {
 }
 
 // ino resolves a path or an @handle.
-func (h *harness) ino(p string) (uint64, error) {
+func (h *harness) ino(p string) (store.Ino, error) {
 	if name, ok := strings.CutPrefix(p, "@"); ok {
 		ino, ok := h.handles[name]
 		if !ok {
@@ -332,7 +332,7 @@ func (h *harness) each(a args, f func(p string) error) string {
 	return "ok"
 }
 
-func (h *harness) withIno(p string, f func(ino uint64) error) string {
+func (h *harness) withIno(p string, f func(ino store.Ino) error) string {
 	ino, err := h.ino(p)
 	if err == nil {
 		err = f(ino)
@@ -355,7 +355,7 @@ func (h *harness) write(a args) string {
 	for i := range data {
 		data[i] = c
 	}
-	return h.withIno(a.pos(0), func(ino uint64) error {
+	return h.withIno(a.pos(0), func(ino store.Ino) error {
 		w, err := h.s.Write(ino, off, data)
 		if err == nil && w != len(data) {
 			err = fmt.Errorf("short write: %d of %d bytes", w, len(data))
@@ -374,7 +374,7 @@ func (h *harness) ls(p string) string {
 	if err != nil {
 		return result(err)
 	}
-	seen := map[uint64]int{}
+	seen := map[store.Ino]int{}
 	var b strings.Builder
 	h.lsLine(&b, 0, p, at, seen)
 	if at.IsDir() {
@@ -383,7 +383,7 @@ func (h *harness) ls(p string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (h *harness) lsLine(b *strings.Builder, depth int, name string, at store.Attr, seen map[uint64]int) {
+func (h *harness) lsLine(b *strings.Builder, depth int, name string, at store.Attr, seen map[store.Ino]int) {
 	k, ok := seen[at.Ino]
 	if !ok {
 		k = len(seen) + 1
@@ -392,7 +392,7 @@ func (h *harness) lsLine(b *strings.Builder, depth int, name string, at store.At
 	fmt.Fprintf(b, "%s%s %s size=%d nlink=%d #%d\n", strings.Repeat("  ", depth), name, kind(at), at.Size, at.Nlink, k)
 }
 
-func (h *harness) lsDir(b *strings.Builder, depth int, dir uint64, seen map[uint64]int) {
+func (h *harness) lsDir(b *strings.Builder, depth int, dir store.Ino, seen map[store.Ino]int) {
 	if depth > walkDepthMax {
 		fmt.Fprintf(b, "%s... deeper than %d\n", strings.Repeat("  ", depth), walkDepthMax)
 		return

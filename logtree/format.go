@@ -40,13 +40,13 @@ const (
 var le = binary.LittleEndian
 
 // LogInodeKey is the key of an inode's LOG_INODE item.
-func LogInodeKey(ino uint64) engine.Key {
-	return engine.Key{ObjectID: ino, Type: TypeLogInode}
+func LogInodeKey(ino engine.Ino) engine.Key {
+	return engine.InoKey(ino, TypeLogInode, 0)
 }
 
 // FileLogKey is the key of record seq of ino's file log.
-func FileLogKey(ino, seq uint64) engine.Key {
-	return engine.Key{ObjectID: ino, Type: TypeLogFile, Offset: seq}
+func FileLogKey(ino engine.Ino, seq uint64) engine.Key {
+	return engine.InoKey(ino, TypeLogFile, seq)
 }
 
 // File log record kinds (the first payload byte).
@@ -92,8 +92,8 @@ func decodeFileLog(b []byte) (fileLogRecord, error) {
 }
 
 // DirRangeKey is the key of a DIR_LOG_INDEX item.
-func DirRangeKey(dir, lo uint64) engine.Key {
-	return engine.Key{ObjectID: dir, Type: TypeDirLogIndex, Offset: lo}
+func DirRangeKey(dir engine.Ino, lo uint64) engine.Key {
+	return engine.InoKey(dir, TypeDirLogIndex, lo)
 }
 
 // EncodeEnd encodes the end of a DIR_LOG_INDEX item.

@@ -130,8 +130,9 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 	// The pair of the committer's check (invariant 1): the
 	// sub-transaction a context joins has no sync begun, so what it logs
 	// goes out with that sub-transaction's sync.
-	assert.Thatf(l.logCommit[l.logTransid%2] == nil,
-		"logtree: a context joins sub-transaction %d of transaction %d while its sync is in flight (invariant 1)", l.logTransid, l.tid)
+	if l.logCommit[l.logTransid%2] != nil {
+		assert.Failf("logtree: a context joins sub-transaction %d of transaction %d while its sync is in flight (invariant 1)", l.logTransid, l.tid)
+	}
 	c := &Ctx{l: l, tid: l.tid, sub: l.logTransid}
 	l.logWriters++
 	l.logCtxs[c.sub%2] = append(l.logCtxs[c.sub%2], c)
@@ -212,8 +213,9 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			<-r.done
 			// The pair of the committer's store (invariant 3): a sync
 			// that succeeded published its generation before done.
-			assert.Thatf(r.err != nil || l.LastLogCommit() >= c.Generation(),
-				"logtree: sub-transaction %d of transaction %d synced, but lastLogCommit is %d (invariant 3)", c.sub, c.tid, l.lastLogCommit.Load())
+			if !(r.err != nil || l.LastLogCommit() >= c.Generation()) {
+				assert.Failf("logtree: sub-transaction %d of transaction %d synced, but lastLogCommit is %d (invariant 3)", c.sub, c.tid, l.lastLogCommit.Load())
+			}
 			c.role = roleWaiter // counted in the committer's batch
 			return r.err
 		}

@@ -18,15 +18,15 @@ import (
 // transaction handle.
 type Target interface {
 	// ReplayInode puts a logged inode item in place, creating the inode.
-	ReplayInode(tr *engine.Trans, ino uint64, item engine.InodeItem, flags LogFlags) error
+	ReplayInode(tr *engine.Trans, ino engine.Ino, item engine.InodeItem, flags LogFlags) error
 	// ReplayDirRange makes dir's entries with an index in [lo, hi) exactly
 	// entries.
-	ReplayDirRange(tr *engine.Trans, dir, lo, hi uint64, entries []engine.DirEntry) error
+	ReplayDirRange(tr *engine.Trans, dir engine.Ino, lo, hi uint64, entries []engine.DirEntry) error
 	// ReplayNames makes ino's names exactly refs (parent → its entries
 	// there, Child holding the parent).
-	ReplayNames(tr *engine.Trans, ino uint64, refs []engine.DirEntry) error
+	ReplayNames(tr *engine.Trans, ino engine.Ino, refs []engine.DirEntry) error
 	// ReplayFileRange makes ino's extents in [start, end) exactly exts.
-	ReplayFileRange(tr *engine.Trans, ino, start, end uint64, exts []Extent) error
+	ReplayFileRange(tr *engine.Trans, ino engine.Ino, start, end uint64, exts []Extent) error
 	// ReplayCsums puts the checksums of the blocks from start in place.
 	ReplayCsums(tr *engine.Trans, start uint64, sums []byte) error
 	// ReplayDone fixes what the stages leave to it: link counts, directory
@@ -55,16 +55,19 @@ type Report struct {
 
 // logItems is a whole log, read before anything is applied.
 type logItems struct {
-	inodes    map[uint64]engine.InodeItem
-	flags     map[uint64]LogFlags
-	refs      map[uint64][]engine.DirEntry
+	inodes    map[engine.Ino]engine.InodeItem
+	flags     map[engine.Ino]LogFlags
+	refs      map[engine.Ino][]engine.DirEntry
 	dirRanges []dirRange
-	dirIndex  map[uint64][]engine.DirEntry // dir → logged DIR_INDEX entries
-	files     map[uint64][]fileLogRecord   // ino → its file log, in order
+	dirIndex  map[engine.Ino][]engine.DirEntry // dir → logged DIR_INDEX entries
+	files     map[engine.Ino][]fileLogRecord   // ino → its file log, in order
 	csums     []csumRun
 }
 
-type dirRange struct{ dir, lo, hi uint64 }
+type dirRange struct {
+	dir    engine.Ino
+	lo, hi uint64
+}
 type csumRun struct {
 	start uint64
 	sums  []byte
@@ -119,8 +122,8 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 
 // readLog reads every item of log tree t.
 func readLog(t *engine.Tree) (*logItems, error) {
-	li := &logItems{inodes: map[uint64]engine.InodeItem{}, flags: map[uint64]LogFlags{},
-		refs: map[uint64][]engine.DirEntry{}, dirIndex: map[uint64][]engine.DirEntry{}, files: map[uint64][]fileLogRecord{}}
+	li := &logItems{inodes: map[engine.Ino]engine.InodeItem{}, flags: map[engine.Ino]LogFlags{},
+		refs: map[engine.Ino][]engine.DirEntry{}, dirIndex: map[engine.Ino][]engine.DirEntry{}, files: map[engine.Ino][]fileLogRecord{}}
 	var derr error
 	err := t.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
 		switch {
@@ -129,42 +132,42 @@ func readLog(t *engine.Tree) (*logItems, error) {
 		case k.Type == engine.TypeInodeItem:
 			var it engine.InodeItem
 			if it, derr = engine.DecodeInodeItem(b); derr == nil {
-				li.inodes[k.ObjectID] = it
+				li.inodes[k.Ino()] = it
 			}
 		case k.Type == TypeLogInode:
 			if len(b) != 1 {
 				derr = fmt.Errorf("%w: LOG_INODE item of %d bytes", engine.ErrCorruption, len(b))
 			} else {
-				li.flags[k.ObjectID] = LogFlags(b[0])
+				li.flags[k.Ino()] = LogFlags(b[0])
 			}
 		case k.Type == engine.TypeInodeRef:
 			var es []engine.DirEntry
 			if es, derr = engine.DecodeDirEntries(b); derr == nil {
 				for _, e := range es {
 					e.Name = slices.Clone(e.Name)
-					li.refs[k.ObjectID] = append(li.refs[k.ObjectID], e)
+					li.refs[k.Ino()] = append(li.refs[k.Ino()], e)
 				}
 			}
 		case k.Type == TypeDirLogIndex:
 			var hi uint64
 			if hi, derr = DecodeEnd(b); derr == nil {
-				li.dirRanges = append(li.dirRanges, dirRange{k.ObjectID, k.Offset, hi})
+				li.dirRanges = append(li.dirRanges, dirRange{k.Ino(), k.Offset, hi})
 			}
 		case k.Type == engine.TypeDirIndex:
 			var es []engine.DirEntry
 			if es, derr = engine.DecodeDirEntries(b); derr == nil && len(es) == 1 {
 				es[0].Name = slices.Clone(es[0].Name)
-				li.dirIndex[k.ObjectID] = append(li.dirIndex[k.ObjectID], es[0])
+				li.dirIndex[k.Ino()] = append(li.dirIndex[k.Ino()], es[0])
 			} else if derr == nil {
 				derr = fmt.Errorf("%w: DIR_INDEX item with %d entries", engine.ErrCorruption, len(es))
 			}
 		case k.Type == TypeLogFile:
 			var r fileLogRecord
 			if r, derr = decodeFileLog(b); derr == nil {
-				if !r.isRange && len(li.files[k.ObjectID]) == 0 {
+				if !r.isRange && len(li.files[k.Ino()]) == 0 {
 					derr = fmt.Errorf("%w: file log of %d starts with an extent", engine.ErrCorruption, k.ObjectID)
 				}
-				li.files[k.ObjectID] = append(li.files[k.ObjectID], r)
+				li.files[k.Ino()] = append(li.files[k.Ino()], r)
 			}
 		default:
 			derr = fmt.Errorf("%w: log item %v of an unknown type", engine.ErrCorruption, k)
@@ -291,8 +294,8 @@ func clipCsums(c csumRun, data []Extent) []csumRun {
 	return out
 }
 
-func sortedKeys[V any](m map[uint64]V) []uint64 {
-	ks := make([]uint64, 0, len(m))
+func sortedKeys[V any](m map[engine.Ino]V) []engine.Ino {
+	ks := make([]engine.Ino, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
 	}

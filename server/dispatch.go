@@ -120,25 +120,25 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 	st := s.st
 	switch r := req.(type) {
 	case *proto.Lookup:
-		return attrReply(st.Lookup(r.Dir, r.Name))
+		return attrReply(st.Lookup(store.Ino(r.Dir), r.Name))
 	case *proto.Create:
-		return attrReply(st.Create(r.Dir, r.Name, r.Perm))
+		return attrReply(st.Create(store.Ino(r.Dir), r.Name, r.Perm))
 	case *proto.Mkdir:
-		return attrReply(st.Mkdir(r.Dir, r.Name, r.Perm))
+		return attrReply(st.Mkdir(store.Ino(r.Dir), r.Name, r.Perm))
 	case *proto.Link:
-		return attrReply(st.Link(r.Ino, r.Dir, r.Name))
+		return attrReply(st.Link(store.Ino(r.Ino), store.Ino(r.Dir), r.Name))
 	case *proto.Unlink:
-		return emptyOr(st.Unlink(r.Dir, r.Name))
+		return emptyOr(st.Unlink(store.Ino(r.Dir), r.Name))
 	case *proto.Rmdir:
-		return emptyOr(st.Rmdir(r.Dir, r.Name))
+		return emptyOr(st.Rmdir(store.Ino(r.Dir), r.Name))
 	case *proto.Rename:
-		return emptyOr(st.Rename(r.SrcDir, r.SrcName, r.DstDir, r.DstName))
+		return emptyOr(st.Rename(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName))
 	case *proto.ReadDir:
 		return readDir(st, r)
 	case *proto.Stat:
-		return attrReply(st.Stat(r.Ino))
+		return attrReply(st.Stat(store.Ino(r.Ino)))
 	case *proto.SetAttr:
-		return attrReply(st.SetAttr(r.Ino, setAttrOf(r)))
+		return attrReply(st.SetAttr(store.Ino(r.Ino), setAttrOf(r)))
 	case *proto.StatFS:
 		f := st.StatFS()
 		return &proto.StatFSReply{BlockSize: f.BlockSize, NameMax: f.NameMax, Blocks: f.Blocks,
@@ -148,7 +148,7 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 	case *proto.Read:
 		return read(st, r, limits)
 	case *proto.Fsync:
-		return emptyOr(st.Fsync(ctx, r.Ino, r.Datasync))
+		return emptyOr(st.Fsync(ctx, store.Ino(r.Ino), r.Datasync))
 	case *proto.Sync:
 		return emptyOr(st.Sync(ctx))
 	case *proto.Resolve:
@@ -183,7 +183,7 @@ func emptyOr(err error) (proto.Reply, *[]byte, error) {
 
 func attrOf(a store.Attr) proto.Attr {
 	return proto.Attr{
-		Ino: a.Ino, Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+		Ino: uint64(a.Ino), Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
 		Size: a.Size, Blocks: a.Blocks, Generation: uint64(a.Generation),
 		Atime: proto.TimespecOf(a.Atime), Mtime: proto.TimespecOf(a.Mtime),
 		Ctime: proto.TimespecOf(a.Ctime), Btime: proto.TimespecOf(a.Btime),
@@ -216,13 +216,13 @@ func setAttrOf(r *proto.SetAttr) store.SetAttr {
 }
 
 func readDir(st *store.Store, r *proto.ReadDir) (proto.Reply, *[]byte, error) {
-	es, err := st.ReadDir(r.Dir, r.Cookie, int(r.Max))
+	es, err := st.ReadDir(store.Ino(r.Dir), r.Cookie, int(r.Max))
 	if err != nil {
 		return nil, nil, err
 	}
 	rep := &proto.ReadDirReply{Entries: make([]proto.DirEntry, len(es))}
 	for i, e := range es {
-		rep.Entries[i] = proto.DirEntry{Ino: e.Ino, Cookie: e.Cookie, Type: e.Type, Name: e.Name}
+		rep.Entries[i] = proto.DirEntry{Ino: uint64(e.Ino), Cookie: e.Cookie, Type: e.Type, Name: e.Name}
 	}
 	return rep, nil, nil
 }
@@ -240,12 +240,12 @@ func write(ctx context.Context, st *store.Store, r *proto.Write, limits proto.Li
 	if len(r.Data) > int(limits.IOSizeMax()) {
 		return nil, nil, tooBig("write", len(r.Data), limits)
 	}
-	n, err := st.Write(r.Ino, r.Off, r.Data)
+	n, err := st.Write(store.Ino(r.Ino), r.Off, r.Data)
 	if n == 0 && err != nil {
 		return nil, nil, err
 	}
 	if r.Flags&(proto.WriteDsync|proto.WriteSync) != 0 {
-		if err := st.Fsync(ctx, r.Ino, r.Flags&proto.WriteSync == 0); err != nil {
+		if err := st.Fsync(ctx, store.Ino(r.Ino), r.Flags&proto.WriteSync == 0); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -260,7 +260,7 @@ func read(st *store.Store, r *proto.Read, limits proto.Limits) (proto.Reply, *[]
 	}
 	out := proto.GetBuffer(responseHeaderSize + int(r.Len))
 	data := (*out)[responseHeaderSize : responseHeaderSize+int(r.Len)]
-	n, err := st.Read(r.Ino, r.Off, data)
+	n, err := st.Read(store.Ino(r.Ino), r.Off, data)
 	if err != nil {
 		return nil, out, err
 	}

@@ -8,12 +8,12 @@ import (
 )
 
 // Stat returns inode ino's attributes.
-func (s *Store) Stat(ino uint64) (Attr, error) {
+func (s *Store) Stat(ino Ino) (Attr, error) {
 	a, err := s.stat(ino)
 	return a, opErr("stat", ino, err)
 }
 
-func (s *Store) stat(ino uint64) (Attr, error) {
+func (s *Store) stat(ino Ino) (Attr, error) {
 	in, err := s.itab.get(ino)
 	if err != nil {
 		return Attr{}, err
@@ -38,18 +38,18 @@ type SetAttr struct {
 }
 
 // SetAttr changes inode ino's attributes and returns them.
-func (s *Store) SetAttr(ino uint64, a SetAttr) (Attr, error) {
+func (s *Store) SetAttr(ino Ino, a SetAttr) (Attr, error) {
 	r, err := s.setAttr(ino, a)
 	return r, opErr("setattr", ino, err)
 }
 
 // Truncate sets a file's size.
-func (s *Store) Truncate(ino, size uint64) error {
+func (s *Store) Truncate(ino Ino, size uint64) error {
 	_, err := s.setAttr(ino, SetAttr{Size: &size})
 	return opErr("truncate", ino, err)
 }
 
-func (s *Store) setAttr(ino uint64, a SetAttr) (_ Attr, err error) {
+func (s *Store) setAttr(ino Ino, a SetAttr) (_ Attr, err error) {
 	if err := s.writable(); err != nil {
 		return Attr{}, err
 	}
@@ -148,7 +148,7 @@ func (s *Store) StatFS() StatFS {
 // after this entry.
 type DirEntry struct {
 	Name   string
-	Ino    uint64
+	Ino    Ino
 	Type   uint8 // TypeFile or TypeDir
 	Cookie uint64
 }
@@ -158,12 +158,12 @@ type DirEntry struct {
 // entry's Cookie sees every entry that existed throughout exactly once, even
 // if others are added or removed meanwhile. Fewer than max entries (or
 // none) means the end.
-func (s *Store) ReadDir(dir, cookie uint64, max int) ([]DirEntry, error) {
+func (s *Store) ReadDir(dir Ino, cookie uint64, max int) ([]DirEntry, error) {
 	es, err := s.readDir(dir, cookie, max)
 	return es, opErr("readdir", dir, err)
 }
 
-func (s *Store) readDir(dir, cookie uint64, max int) ([]DirEntry, error) {
+func (s *Store) readDir(dir Ino, cookie uint64, max int) ([]DirEntry, error) {
 	if max <= 0 {
 		return nil, syscall.EINVAL
 	}
@@ -180,7 +180,7 @@ func (s *Store) readDir(dir, cookie uint64, max int) ([]DirEntry, error) {
 	var out []DirEntry
 	var derr error
 	err = s.fs.Iterate(dirIndexKey(dir, cookie), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != dir || k.Type != engine.TypeDirIndex {
+		if k.Ino() != dir || k.Type != engine.TypeDirIndex {
 			return false
 		}
 		es, err := engine.DecodeDirEntries(b)

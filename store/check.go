@@ -38,8 +38,8 @@ type namespaceCheck struct {
 	committed journal.Transid
 	errs      []error
 
-	inodes   map[uint64]*inodeInfo
-	seenItem map[uint64]bool             // inodes whose INODE_ITEM was seen
+	inodes   map[Ino]*inodeInfo
+	seenItem map[Ino]bool                // inodes whose INODE_ITEM was seen
 	dirItems map[dirName]engine.DirEntry // from DIR_ITEM
 	dirIndex map[dirName]engine.DirEntry // from DIR_INDEX
 	refs     map[dirName]engine.DirEntry // from INODE_REF, Child = the inode
@@ -49,7 +49,7 @@ type namespaceCheck struct {
 type inodeInfo struct {
 	item         engine.InodeItem
 	names        int // INODE_REF entries
-	parents      map[uint64]bool
+	parents      map[Ino]bool
 	subdirs      int
 	entries      int // DIR_INDEX entries (directories)
 	nbytes       uint64
@@ -58,7 +58,7 @@ type inodeInfo struct {
 
 // dirName is one name: its directory and its DIR_INDEX index.
 type dirName struct {
-	dir   uint64
+	dir   Ino
 	index uint64
 }
 
@@ -66,8 +66,8 @@ func newNamespaceCheck(s *Store, committed journal.Transid) *namespaceCheck {
 	return &namespaceCheck{
 		s:         s,
 		committed: committed,
-		inodes:    map[uint64]*inodeInfo{},
-		seenItem:  map[uint64]bool{},
+		inodes:    map[Ino]*inodeInfo{},
+		seenItem:  map[Ino]bool{},
 		dirItems:  map[dirName]engine.DirEntry{},
 		dirIndex:  map[dirName]engine.DirEntry{},
 		refs:      map[dirName]engine.DirEntry{},
@@ -78,10 +78,10 @@ func (c *namespaceCheck) add(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf(format, args...))
 }
 
-func (c *namespaceCheck) inode(ino uint64) *inodeInfo {
+func (c *namespaceCheck) inode(ino Ino) *inodeInfo {
 	i := c.inodes[ino]
 	if i == nil {
-		i = &inodeInfo{parents: map[uint64]bool{}}
+		i = &inodeInfo{parents: map[Ino]bool{}}
 		c.inodes[ino] = i
 	}
 	return i
@@ -105,12 +105,12 @@ func (c *namespaceCheck) visit(k engine.Key, b []byte) bool {
 func (c *namespaceCheck) visitInode(k engine.Key, b []byte) {
 	it, err := engine.DecodeInodeItem(b)
 	if err != nil {
-		c.add("inode %d: %v", k.ObjectID, err)
+		c.add("inode %d: %v", k.Ino(), err)
 		return
 	}
-	c.inode(k.ObjectID).item = it
-	c.seenItem[k.ObjectID] = true
-	c.errs = append(c.errs, c.s.checkInodeFields(k.ObjectID, it, c.committed)...)
+	c.inode(k.Ino()).item = it
+	c.seenItem[k.Ino()] = true
+	c.errs = append(c.errs, c.s.checkInodeFields(k.Ino(), it, c.committed)...)
 }
 
 // visitNames takes in a DIR_ITEM, DIR_INDEX or INODE_REF item.
@@ -124,23 +124,23 @@ func (c *namespaceCheck) visitNames(k engine.Key, b []byte) {
 		switch k.Type {
 		case engine.TypeDirItem:
 			if nameHash(string(e.Name)) != k.Offset {
-				c.add("dir %d: name %q under hash %d", k.ObjectID, e.Name, k.Offset)
+				c.add("dir %d: name %q under hash %d", k.Ino(), e.Name, k.Offset)
 			}
-			c.dirItems[dirName{k.ObjectID, e.Index}] = e
+			c.dirItems[dirName{k.Ino(), e.Index}] = e
 		case engine.TypeDirIndex:
 			if e.Index != k.Offset || len(es) != 1 {
-				c.add("dir %d: index item %d holds %d entries, index %d", k.ObjectID, k.Offset, len(es), e.Index)
+				c.add("dir %d: index item %d holds %d entries, index %d", k.Ino(), k.Offset, len(es), e.Index)
 			}
-			c.dirIndex[dirName{k.ObjectID, e.Index}] = e
-			c.inode(k.ObjectID).entries++
+			c.dirIndex[dirName{k.Ino(), e.Index}] = e
+			c.inode(k.Ino()).entries++
 			if e.Type == TypeDir {
-				c.inode(k.ObjectID).subdirs++
+				c.inode(k.Ino()).subdirs++
 			}
 		case engine.TypeInodeRef:
-			c.refs[dirName{k.Offset, e.Index}] = engine.DirEntry{Child: k.ObjectID, Name: e.Name}
-			i := c.inode(k.ObjectID)
+			c.refs[dirName{refParent(k), e.Index}] = engine.DirEntry{Child: k.Ino(), Name: e.Name}
+			i := c.inode(k.Ino())
 			i.names++
-			i.parents[k.Offset] = true
+			i.parents[refParent(k)] = true
 		}
 	}
 }
@@ -152,9 +152,9 @@ func (c *namespaceCheck) visitExtent(k engine.Key, b []byte) {
 		return
 	}
 	c.errs = append(c.errs, c.s.checkExtentFields(k, x, c.committed)...)
-	i := c.inode(k.ObjectID)
+	i := c.inode(k.Ino())
 	if k.Offset%blockSize != 0 || k.Offset < i.lastExtentTo {
-		c.add("inode %d: extent at %d overlaps the one before (ends %d) or is unaligned", k.ObjectID, k.Offset, i.lastExtentTo)
+		c.add("inode %d: extent at %d overlaps the one before (ends %d) or is unaligned", k.Ino(), k.Offset, i.lastExtentTo)
 	}
 	i.nbytes += x.NumBytes
 	i.lastExtentTo = k.Offset + x.NumBytes
@@ -221,7 +221,7 @@ func (c *namespaceCheck) checkInodes() {
 }
 
 // checkDir checks a directory's link count and size against its entries.
-func (c *namespaceCheck) checkDir(ino uint64, i *inodeInfo) {
+func (c *namespaceCheck) checkDir(ino Ino, i *inodeInfo) {
 	if want := uint32(2 + i.subdirs); i.item.Nlink != want {
 		c.add("directory %d: nlink %d, want %d", ino, i.item.Nlink, want)
 	}
@@ -235,7 +235,7 @@ func (c *namespaceCheck) checkDir(ino uint64, i *inodeInfo) {
 
 // checkFile checks a file's link count and byte counts against its names
 // and extents.
-func (c *namespaceCheck) checkFile(ino uint64, i *inodeInfo) {
+func (c *namespaceCheck) checkFile(ino Ino, i *inodeInfo) {
 	if i.item.Nlink != uint32(i.names) {
 		c.add("inode %d: nlink %d, %d names", ino, i.item.Nlink, i.names)
 	}

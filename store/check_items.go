@@ -14,7 +14,7 @@ import (
 // read fail far from its cause). Check runs them on every item.
 
 // checkInodeFields returns what is wrong with inode ino's item.
-func (s *Store) checkInodeFields(ino uint64, it engine.InodeItem, committed journal.Transid) []error {
+func (s *Store) checkInodeFields(ino Ino, it engine.InodeItem, committed journal.Transid) []error {
 	var errs []error
 	if it.Mode&ModeType != ModeDir && it.Size > MaxFileSize {
 		errs = append(errs, fmt.Errorf("inode %d: size %d past the largest file size %d", ino, it.Size, uint64(MaxFileSize)))
@@ -32,14 +32,14 @@ func (s *Store) checkInodeFields(ino uint64, it engine.InodeItem, committed jour
 func (s *Store) checkExtentFields(k engine.Key, x engine.FileExtent, committed journal.Transid) []error {
 	var errs []error
 	if k.Offset >= MaxFileSize || x.NumBytes > MaxFileSize-k.Offset {
-		errs = append(errs, fmt.Errorf("inode %d: extent [%d, +%d) past the largest file size %d", k.ObjectID, k.Offset, x.NumBytes, uint64(MaxFileSize)))
+		errs = append(errs, fmt.Errorf("inode %d: extent [%d, +%d) past the largest file size %d", k.Ino(), k.Offset, x.NumBytes, uint64(MaxFileSize)))
 	}
 	if x.Type == engine.ExtentRegular && !extentOnDevice(x, uint64(s.dev.Size())) {
 		errs = append(errs, fmt.Errorf("inode %d: extent at %d: device range [%d, +%d) outside the device of %d bytes",
-			k.ObjectID, k.Offset, x.DiskBytenr, x.NumBytes, s.dev.Size()))
+			k.Ino(), k.Offset, x.DiskBytenr, x.NumBytes, s.dev.Size()))
 	}
 	if x.Generation > committed {
-		errs = append(errs, fmt.Errorf("inode %d: extent at %d written in transaction %d, newest commit %d", k.ObjectID, k.Offset, x.Generation, committed))
+		errs = append(errs, fmt.Errorf("inode %d: extent at %d written in transaction %d, newest commit %d", k.Ino(), k.Offset, x.Generation, committed))
 	}
 	return errs
 }

@@ -65,13 +65,13 @@ func flipBit(t *testing.T, d dev.Device, bytenr uint64, byteOff int, mask byte) 
 
 // diskBlock returns the device address of file block b of ino, from its
 // EXTENT_DATA item read through the engine's tree API.
-func diskBlock(t *testing.T, s *Store, ino, b uint64) uint64 {
+func diskBlock(t *testing.T, s *Store, ino Ino, b uint64) uint64 {
 	t.Helper()
 	off := b * blockSize
 	var found uint64
 	var derr error
-	err := s.Engine().Tree(engine.FSTreeID).Iterate(engine.Key{ObjectID: ino, Type: engine.TypeExtentData}, func(k engine.Key, v []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeExtentData || k.Offset > off {
+	err := s.Engine().Tree(engine.FSTreeID).Iterate(extentKey(ino, 0), func(k engine.Key, v []byte) bool {
+		if k.Ino() != ino || k.Type != engine.TypeExtentData || k.Offset > off {
 			return false
 		}
 		x, err := engine.DecodeFileExtent(v)
@@ -101,7 +101,7 @@ func remount(t *testing.T, s *Store, d dev.Device, opts Options) *Store {
 	return openTest(t, d, opts)
 }
 
-func mustCreate(t *testing.T, s *Store, dir uint64, name string, data []byte) uint64 {
+func mustCreate(t *testing.T, s *Store, dir Ino, name string, data []byte) Ino {
 	t.Helper()
 	a, err := s.Create(dir, name, 0o644)
 	if err != nil {
@@ -235,7 +235,7 @@ func TestCorrupt_DataBlock(t *testing.T) {
 	}
 	s = remount(t, s, d, Options{})
 	for _, f := range []struct {
-		ino  uint64
+		ino  Ino
 		want []byte
 	}{{inoA, dataA}, {inoB, dataB}, {inoC, dataC}} {
 		buf := make([]byte, len(f.want))
@@ -318,7 +318,7 @@ func TestCorrupt_TreeLeaf(t *testing.T) {
 	d := newTestDevice(t, 64<<20)
 	s := openTest(t, d, Options{})
 	const files = 1500
-	inos := make([]uint64, files)
+	inos := make([]Ino, files)
 	for i := range files {
 		inos[i] = mustCreate(t, s, RootIno, fmt.Sprintf("f%04d", i), fmt.Appendf(nil, "content of %d", i))
 	}
@@ -329,7 +329,7 @@ func TestCorrupt_TreeLeaf(t *testing.T) {
 	// come first in the tree, so the leaf holds none of them.
 	mid := inos[files/2]
 	bytenr, first, last := leafOf(t, s, engine.FSTreeID, inodeKey(mid))
-	if first.ObjectID <= RootIno {
+	if first.Ino() <= RootIno {
 		t.Fatalf("leaf [%v, %v] holds root directory items", first, last)
 	}
 	if err := s.Close(context.Background()); err != nil {
@@ -339,7 +339,7 @@ func TestCorrupt_TreeLeaf(t *testing.T) {
 
 	s = openTest(t, d, Options{})
 	// Inodes wholly inside the leaf (all their items are in it).
-	inside := func(ino uint64) bool { return ino > first.ObjectID && ino < last.ObjectID }
+	inside := func(ino Ino) bool { return ino > first.Ino() && ino < last.Ino() }
 	var victims []int
 	for i, ino := range inos {
 		if inside(ino) {
@@ -386,7 +386,7 @@ func TestCorrupt_TreeLeaf(t *testing.T) {
 		want := fmt.Sprintf("content of %d", i)
 		switch {
 		case inside(ino):
-		case ino+1 >= first.ObjectID && ino <= last.ObjectID+1:
+		case ino+1 >= first.Ino() && ino <= last.Ino()+1:
 			if err != nil {
 				wantEIO(t, fmt.Sprintf("file %d at the leaf's edge", i), err)
 			} else if string(got) != want {
@@ -455,7 +455,7 @@ func TestCorrupt_CsumLeaf(t *testing.T) {
 	// Many one-block extents (one csum item each) so the csum tree has
 	// several leaves.
 	const files = 600
-	inos := make([]uint64, files)
+	inos := make([]Ino, files)
 	datas := make([][]byte, files)
 	for i := range files {
 		datas[i] = patternData(byte(i), 8<<10)
@@ -531,14 +531,14 @@ func TestCorrupt_TreeLeaf_MidOperation(t *testing.T) {
 	d := newTestDevice(t, 64<<20)
 	s := openTest(t, d, Options{})
 	const files = 1500
-	inos := make([]uint64, files)
+	inos := make([]Ino, files)
 	for i := range files {
 		inos[i] = mustCreate(t, s, RootIno, fmt.Sprintf("f%04d", i), nil)
 	}
 	s = remount(t, s, d, Options{})
 	// DIR_INDEX offsets start at 2 and follow creation order.
 	bytenr, first, last := leafOf(t, s, engine.FSTreeID, dirIndexKey(RootIno, 2+files/2))
-	if first.ObjectID != RootIno || first.Type != engine.TypeDirIndex || last.Type != engine.TypeDirIndex {
+	if first.Ino() != RootIno || first.Type != engine.TypeDirIndex || last.Type != engine.TypeDirIndex {
 		t.Fatalf("leaf [%v, %v]: want only root DIR_INDEX items", first, last)
 	}
 	if err := s.Close(context.Background()); err != nil {

@@ -179,7 +179,7 @@ func cpRandom(rng *rand.Rand, nw int) cpWorkload {
 }
 
 // cpBase formats a device with /d holding the committed files, closed.
-func cpBase(t testing.TB) (*memdev.Device, uint64, [][]byte) {
+func cpBase(t testing.TB) (*memdev.Device, Ino, [][]byte) {
 	d := memdev.New(64 << 20)
 	if err := Mkfs(d, MkfsOptions{NodeSize: 4096}); err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ type cpRecord struct {
 	name        string
 	create      bool
 	createStart uint64 // Seq before the create began
-	ino         uint64 // 0: the create failed or never ran
+	ino         Ino    // 0: the create failed or never ran
 	created     atomic.Bool
 	versions    [][]byte // [0]: before the first operation (empty for a created file)
 	opStart     []uint64 // opStart[j]: Seq before the operation that made versions[j] (j ≥ 1)
@@ -238,7 +238,7 @@ type cpDirFsync struct {
 type cpRun struct {
 	w          cpWorkload
 	d          *memdev.Device
-	dir        uint64
+	dir        Ino
 	start, end uint64
 	recs       []*cpRecord
 	committed  [][]byte // the committed files' contents
@@ -248,7 +248,7 @@ type cpRun struct {
 }
 
 // cpRunWorkload runs w on a copy of base.
-func cpRunWorkload(base *memdev.Device, dir uint64, committed [][]byte, w cpWorkload, step int) (*cpRun, error) {
+func cpRunWorkload(base *memdev.Device, dir Ino, committed [][]byte, w cpWorkload, step int) (*cpRun, error) {
 	ctx := context.Background()
 	d := base.Crash(memdev.KeepNone())
 	s, err := Open(d, crashOptions())
@@ -559,7 +559,7 @@ func (tot *cpTotals) add(st Stats) {
 // cpRunAll runs the workloads on GOMAXPROCS goroutines, each checked at
 // every crash point (sample > 1: every sample-th, and every flush); about
 // one crash point in nestEvery also has its replaying mount cut (0: none).
-func cpRunAll(t *testing.T, base *memdev.Device, dir uint64, committed [][]byte, ws []cpWorkload, sample, nestEvery int, tot *cpTotals) {
+func cpRunAll(t *testing.T, base *memdev.Device, dir Ino, committed [][]byte, ws []cpWorkload, sample, nestEvery int, tot *cpTotals) {
 	const maxReported = 10
 	fail := func(format string, args ...any) {
 		if tot.failures.Add(1) <= maxReported {

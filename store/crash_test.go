@@ -142,12 +142,12 @@ var crashRegressions = []crashWorkload{
 
 type crashNode struct {
 	dir  bool
-	data []byte            // a file's content; replaced, never changed in place
-	ents map[string]uint64 // a directory's entries
+	data []byte         // a file's content; replaced, never changed in place
+	ents map[string]Ino // a directory's entries
 }
 
 // crashModel is the namespace and content: inode → node.
-type crashModel map[uint64]*crashNode
+type crashModel map[Ino]*crashNode
 
 func (m crashModel) clone() crashModel {
 	c := make(crashModel, len(m))
@@ -166,8 +166,8 @@ func splitPath(p string) (parent, name string) {
 	return p[:i], p[i+1:]
 }
 
-func (m crashModel) lookup(p string) (uint64, bool) {
-	ino := uint64(RootIno)
+func (m crashModel) lookup(p string) (Ino, bool) {
+	ino := RootIno
 	for _, name := range strings.Split(p, "/") {
 		if name == "" {
 			continue
@@ -186,7 +186,7 @@ func (m crashModel) lookup(p string) (uint64, bool) {
 }
 
 // parentDir returns the directory that holds p's last component.
-func (m crashModel) parentDir(p string) (uint64, string, bool) {
+func (m crashModel) parentDir(p string) (Ino, string, bool) {
 	dp, name := splitPath(p)
 	d, ok := m.lookup(dp)
 	if !ok || !m[d].dir {
@@ -206,7 +206,7 @@ func (m crashModel) isDir(p string) bool {
 }
 
 // entry returns what name in dir points at (0: nothing, or no such dir).
-func (m crashModel) entry(dir uint64, name string) uint64 {
+func (m crashModel) entry(dir Ino, name string) Ino {
 	n := m[dir]
 	if n == nil || !n.dir {
 		return 0
@@ -214,7 +214,7 @@ func (m crashModel) entry(dir uint64, name string) uint64 {
 	return n.ents[name]
 }
 
-func (m crashModel) links(ino uint64) int {
+func (m crashModel) links(ino Ino) int {
 	k := 0
 	for _, n := range m {
 		for _, c := range n.ents {
@@ -227,7 +227,7 @@ func (m crashModel) links(ino uint64) int {
 }
 
 // namesOf returns the entries that point at ino.
-func (m crashModel) namesOf(ino uint64) []crashEntry {
+func (m crashModel) namesOf(ino Ino) []crashEntry {
 	var out []crashEntry
 	for d, n := range m {
 		for name, c := range n.ents {
@@ -240,7 +240,7 @@ func (m crashModel) namesOf(ino uint64) []crashEntry {
 }
 
 type crashEntry struct {
-	dir  uint64
+	dir  Ino
 	name string
 }
 
@@ -308,8 +308,9 @@ var errCrashInvalid = errors.New("operation not valid here")
 // resolved is an operation with its inodes found in the model before it
 // runs.
 type resolved struct {
-	ino        uint64 // the file (write, truncate, link)
-	dir, dir2  uint64
+	ino        Ino // the file (write, truncate, link)
+	dir        Ino
+	dir2       Ino
 	name, nam2 string
 	off        int
 	data       []byte
@@ -379,8 +380,8 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 
 // apply changes m as op (resolved to r) does; newIno is the inode a create
 // or mkdir made.
-func (m crashModel) apply(op crashOp, r resolved, newIno uint64) {
-	drop := func(ino uint64) {
+func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
+	drop := func(ino Ino) {
 		if m.links(ino) == 0 {
 			delete(m, ino)
 		}
@@ -389,7 +390,7 @@ func (m crashModel) apply(op crashOp, r resolved, newIno uint64) {
 	case opCreate, opMkdir:
 		n := &crashNode{dir: op.kind == opMkdir}
 		if n.dir {
-			n.ents = map[string]uint64{}
+			n.ents = map[string]Ino{}
 		}
 		m[newIno] = n
 		m[r.dir].ents[r.name] = newIno
@@ -534,7 +535,7 @@ func crashPPs(m crashModel, ops []crashOp) []crashPP {
 // in a fixed order.
 func crashEnumerate(m crashModel, n int, visit func(crashWorkload)) {
 	var rec func(m crashModel, w crashWorkload, ops []crashOp)
-	next := uint64(1 << 40) // inode numbers for the generator's model
+	next := Ino(1 << 40) // inode numbers for the generator's model
 	rec = func(m crashModel, w crashWorkload, ops []crashOp) {
 		if len(w) == n {
 			visit(slices.Clone(w))
@@ -562,7 +563,7 @@ func crashRandom(rng *rand.Rand, m crashModel, n int) crashWorkload {
 	m = m.clone()
 	var w crashWorkload
 	var ops []crashOp
-	next := uint64(1 << 40)
+	next := Ino(1 << 40)
 	for len(w) < n {
 		op := crashOps[rng.IntN(len(crashOps))]
 		r, err := m.resolve(op, len(w))
@@ -584,8 +585,8 @@ func crashRandom(rng *rand.Rand, m crashModel, n int) crashWorkload {
 // fact, the index of the last one that covered it (0: the setup's sync).
 type crashGuar struct {
 	sync  int
-	file  map[uint64]int
-	dir   map[uint64]int
+	file  map[Ino]int
+	dir   map[Ino]int
 	entry map[crashEntry]int
 }
 
@@ -620,7 +621,7 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	if err != nil {
 		return fmt.Errorf("%v: %w", op, err)
 	}
-	var newIno uint64
+	var newIno Ino
 	switch op.kind {
 	case opCreate:
 		var a Attr
@@ -665,7 +666,7 @@ func crashBase(t testing.TB) (*memdev.Device, crashModel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := crashModel{RootIno: {dir: true, ents: map[string]uint64{}}}
+	m := crashModel{RootIno: {dir: true, ents: map[string]Ino{}}}
 	for i, op := range crashSetup {
 		if err := crashExec(s, m, op, 1000+i); err != nil {
 			t.Fatal(err)
@@ -688,7 +689,7 @@ func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*cra
 	defer s.Close(ctx)
 	r := &crashRun{w: w, d: d, start: d.Seq(),
 		states: []crashModel{m0}, opStart: []uint64{0}, ppDone: []uint64{0},
-		guar: []crashGuar{{file: map[uint64]int{}, dir: map[uint64]int{}, entry: map[crashEntry]int{}}}}
+		guar: []crashGuar{{file: map[Ino]int{}, dir: map[Ino]int{}, entry: map[crashEntry]int{}}}}
 	m := m0.clone()
 	for i, st := range w {
 		step := i + 1
@@ -802,14 +803,14 @@ func (r *crashRun) crashPoints(rng *rand.Rand) []crashPoint {
 // crashDisk is what a mounted store holds, found by walking it from the
 // root.
 type crashDisk struct {
-	files map[uint64][]byte
-	dirs  map[uint64]bool
-	ents  map[crashEntry]uint64
+	files map[Ino][]byte
+	dirs  map[Ino]bool
+	ents  map[crashEntry]Ino
 }
 
 func crashWalk(s *Store) (*crashDisk, error) {
-	disk := &crashDisk{files: map[uint64][]byte{}, dirs: map[uint64]bool{RootIno: true}, ents: map[crashEntry]uint64{}}
-	queue := []uint64{RootIno}
+	disk := &crashDisk{files: map[Ino][]byte{}, dirs: map[Ino]bool{RootIno: true}, ents: map[crashEntry]Ino{}}
+	queue := []Ino{RootIno}
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
@@ -963,7 +964,7 @@ func (r *crashRun) check(p crashPoint) error {
 		return strings.Compare(a.name, b.name)
 	}) {
 		from := max(g.sync, g.dir[e.dir], g.entry[e])
-		var vals []uint64
+		var vals []Ino
 		for _, m := range window[from : last+1] {
 			vals = append(vals, m.entry(e.dir, e.name))
 		}
@@ -983,7 +984,7 @@ func (r *crashRun) check(p crashPoint) error {
 	}
 
 	// Files: every file inode any state or the disk has.
-	inos := map[uint64]bool{}
+	inos := map[Ino]bool{}
 	for _, m := range window[:last+1] {
 		for ino, n := range m {
 			if !n.dir {

@@ -14,7 +14,7 @@ import (
 // in dir (to find parents and count links).
 
 // findEntry returns name's entry in dir, or ENOENT.
-func (s *Store) findEntry(dir uint64, name string) (engine.DirEntry, error) {
+func (s *Store) findEntry(dir Ino, name string) (engine.DirEntry, error) {
 	e, _, err := s.dirItem(dir, name)
 	return e, err
 }
@@ -22,7 +22,7 @@ func (s *Store) findEntry(dir uint64, name string) (engine.DirEntry, error) {
 // dirItem returns name's entry in dir (ENOENT if it has none) and the size
 // of the DIR_ITEM of name's hash, 0 if there is none: how much room the
 // hash chain has left (name_room.go).
-func (s *Store) dirItem(dir uint64, name string) (engine.DirEntry, int, error) {
+func (s *Store) dirItem(dir Ino, name string) (engine.DirEntry, int, error) {
 	es, size, err := s.listItem(dirItemKey(dir, name))
 	if err != nil {
 		return engine.DirEntry{}, 0, err
@@ -37,7 +37,7 @@ func (s *Store) dirItem(dir uint64, name string) (engine.DirEntry, int, error) {
 
 // addEntry adds name → child (of type typ) to dir in tr: dir.mu held, the
 // name absent. It does not touch either inode's item.
-func (s *Store) addEntry(tr *engine.Trans, dir *inode, name string, child uint64, typ uint8) error {
+func (s *Store) addEntry(tr *engine.Trans, dir *inode, name string, child Ino, typ uint8) error {
 	idx := dir.nextIndex
 	e := engine.DirEntry{Child: child, Type: typ, Index: idx, Name: []byte(name)}
 	if err := s.appendEntry(tr, dirItemKey(dir.ino, name), e); err != nil {
@@ -56,7 +56,7 @@ func (s *Store) addEntry(tr *engine.Trans, dir *inode, name string, child uint64
 }
 
 // removeEntry removes name (whose entry is e) from dir in tr.
-func (s *Store) removeEntry(tr *engine.Trans, dir uint64, name string, e engine.DirEntry) error {
+func (s *Store) removeEntry(tr *engine.Trans, dir Ino, name string, e engine.DirEntry) error {
 	if err := s.dropEntry(tr, dirItemKey(dir, name), name); err != nil {
 		return err
 	}
@@ -121,14 +121,14 @@ func (s *Store) dropEntry(tr *engine.Trans, key engine.Key, name string) error {
 
 // parentOf returns a directory's parent (its one INODE_REF); the root is
 // its own parent.
-func (s *Store) parentOf(dir uint64) (uint64, error) {
+func (s *Store) parentOf(dir Ino) (Ino, error) {
 	if dir == engine.RootDirIno {
 		return dir, nil
 	}
-	parent := uint64(0)
-	err := s.fs.Iterate(engine.Key{ObjectID: dir, Type: engine.TypeInodeRef}, func(k engine.Key, _ []byte) bool {
-		if k.ObjectID == dir && k.Type == engine.TypeInodeRef {
-			parent = k.Offset
+	var parent Ino
+	err := s.fs.Iterate(engine.InoKey(dir, engine.TypeInodeRef, 0), func(k engine.Key, _ []byte) bool {
+		if k.Ino() == dir && k.Type == engine.TypeInodeRef {
+			parent = refParent(k)
 		}
 		return false
 	})
@@ -142,10 +142,10 @@ func (s *Store) parentOf(dir uint64) (uint64, error) {
 }
 
 // dirEmpty reports whether dir has no entries.
-func (s *Store) dirEmpty(dir uint64) (bool, error) {
+func (s *Store) dirEmpty(dir Ino) (bool, error) {
 	empty := true
 	err := s.fs.Iterate(dirIndexKey(dir, 0), func(k engine.Key, _ []byte) bool {
-		empty = !(k.ObjectID == dir && k.Type == engine.TypeDirIndex)
+		empty = !(k.Ino() == dir && k.Type == engine.TypeDirIndex)
 		return false
 	})
 	return empty, err

@@ -21,12 +21,12 @@ import (
 
 // fileModel is what the files of a test should hold.
 type fileModel struct {
-	inos  map[string]uint64
+	inos  map[string]Ino
 	datas map[string][]byte
 }
 
 func newFileModel() *fileModel {
-	return &fileModel{inos: map[string]uint64{}, datas: map[string][]byte{}}
+	return &fileModel{inos: map[string]Ino{}, datas: map[string][]byte{}}
 }
 
 // write writes data to name at off and records what the store accepted:

@@ -28,7 +28,7 @@ func (f fileExtent) end() uint64 {
 
 // extentsIn returns in's extents that overlap [start, end), in file order,
 // with inline data copied.
-func (s *Store) extentsIn(ino, start, end uint64) ([]fileExtent, error) {
+func (s *Store) extentsIn(ino Ino, start, end uint64) ([]fileExtent, error) {
 	var out []fileExtent
 	var derr error
 	keep := func(k engine.Key, b []byte) bool {
@@ -43,7 +43,7 @@ func (s *Store) extentsIn(ino, start, end uint64) ([]fileExtent, error) {
 	}
 	// The extent that starts before start may reach into the range.
 	err := s.fs.IterateReverse(extentKey(ino, start), func(k engine.Key, b []byte) bool {
-		if k.ObjectID == ino && k.Type == engine.TypeExtentData && k.Offset < start {
+		if k.Ino() == ino && k.Type == engine.TypeExtentData && k.Offset < start {
 			keep(k, b)
 		}
 		return false
@@ -52,7 +52,7 @@ func (s *Store) extentsIn(ino, start, end uint64) ([]fileExtent, error) {
 		return nil, err
 	}
 	err = s.fs.Iterate(extentKey(ino, start), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeExtentData || k.Offset >= end {
+		if k.Ino() != ino || k.Type != engine.TypeExtentData || k.Offset >= end {
 			return false
 		}
 		return keep(k, b)
@@ -77,7 +77,7 @@ func (s *Store) dropExtents(tr *engine.Trans, in *inode, start, end uint64) (uin
 // dropExtentsKeeping is dropExtents without the change tracking, leaving
 // the blocks of keep (disk ranges that items about to be inserted will
 // reference again: log replay's) allocated, with their checksums.
-func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino, start, end uint64, keep []extent) (uint64, error) {
+func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino Ino, start, end uint64, keep []extent) (uint64, error) {
 	xs, err := s.extentsIn(ino, start, end)
 	if err != nil {
 		return 0, err

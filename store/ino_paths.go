@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 
 	"ustore/engine"
 )
@@ -17,7 +16,7 @@ const pathsDepthMax = 4096
 // pathsOf returns every path of inode ino (one per name, so several for a
 // file with hard links), from its INODE_REF items and its directories'
 // back-references: for reports (scrub) that name a file, not an inode.
-func (s *Store) pathsOf(ino uint64) ([]string, error) {
+func (s *Store) pathsOf(ino Ino) ([]string, error) {
 	if ino == RootIno {
 		return []string{"/"}, nil
 	}
@@ -37,7 +36,7 @@ func (s *Store) pathsOf(ino uint64) ([]string, error) {
 // dirPath returns directory dir's path, walking its back-references up
 // to the root; a directory whose back-reference cannot be read starts the
 // path as "?<ino>".
-func (s *Store) dirPath(dir uint64) (string, error) {
+func (s *Store) dirPath(dir Ino) (string, error) {
 	var names []string
 	joined := func(head string) string {
 		slices.Reverse(names)
@@ -49,7 +48,7 @@ func (s *Store) dirPath(dir uint64) (string, error) {
 		}
 		parent, name, err := s.dirRef(dir)
 		if err != nil {
-			return joined("?" + strconv.FormatUint(dir, 10)), err
+			return joined("?" + dir.String()), err
 		}
 		names = append(names, name)
 		dir = parent
@@ -59,10 +58,10 @@ func (s *Store) dirPath(dir uint64) (string, error) {
 
 // dirRef returns a directory's parent and its name there, from its one
 // INODE_REF item.
-func (s *Store) dirRef(dir uint64) (parent uint64, name string, err error) {
+func (s *Store) dirRef(dir Ino) (parent Ino, name string, err error) {
 	var derr error
-	err = s.fs.Iterate(engine.Key{ObjectID: dir, Type: engine.TypeInodeRef}, func(k engine.Key, b []byte) bool {
-		if k.ObjectID != dir || k.Type != engine.TypeInodeRef {
+	err = s.fs.Iterate(engine.InoKey(dir, engine.TypeInodeRef, 0), func(k engine.Key, b []byte) bool {
+		if k.Ino() != dir || k.Type != engine.TypeInodeRef {
 			return false
 		}
 		es, err := engine.DecodeDirEntries(b)
@@ -70,7 +69,7 @@ func (s *Store) dirRef(dir uint64) (parent uint64, name string, err error) {
 			derr = fmt.Errorf("%w: inode ref %v: %d entries, %v", engine.ErrCorruption, k, len(es), err)
 			return false
 		}
-		parent, name = k.Offset, string(es[0].Name)
+		parent, name = refParent(k), string(es[0].Name)
 		return false
 	})
 	if err == nil {

@@ -40,7 +40,7 @@ const (
 // inode's mu held, so no one waiting for it can be holding mu in Start,
 // and readers hold it without ever starting a transaction.
 type inode struct {
-	ino uint64
+	ino Ino
 	dir bool // a directory: fixed at creation
 	// refs counts users; the table evicts only unreferenced, clean inodes
 	// (guarded by the table shard's mutex).
@@ -103,7 +103,7 @@ func now() engine.Timespec {
 
 // Attr is what stat returns.
 type Attr struct {
-	Ino        uint64
+	Ino        Ino
 	Mode       uint32
 	Nlink      uint32
 	UID, GID   uint32
@@ -129,6 +129,15 @@ func (in *inode) attrLocked() Attr {
 		Atime: ts(in.item.Atime), Mtime: ts(in.item.Mtime), Ctime: ts(in.item.Ctime), Btime: ts(in.item.Otime),
 	}
 }
+
+// atomicIno is an atomic.Uint64 that holds an inode number.
+type atomicIno struct{ v atomic.Uint64 }
+
+func (a *atomicIno) Load() Ino   { return Ino(a.v.Load()) }
+func (a *atomicIno) Store(i Ino) { a.v.Store(uint64(i)) }
+
+// take returns the number and advances it: the inode number a create gets.
+func (a *atomicIno) take() Ino { return Ino(a.v.Add(1) - 1) }
 
 // atomicTransid is an atomic.Uint64 that holds a transaction id.
 type atomicTransid struct{ v atomic.Uint64 }

@@ -22,12 +22,12 @@ const writeChunk = 1 << 20
 // Write copies data into file ino at off and returns how much it wrote.
 // The bytes are in memory when it returns: durable after Fsync of the file,
 // Sync, or a commit that follows their writeback.
-func (s *Store) Write(ino, off uint64, data []byte) (int, error) {
+func (s *Store) Write(ino Ino, off uint64, data []byte) (int, error) {
 	n, err := s.write(ino, off, data)
 	return n, opErr("write", ino, err)
 }
 
-func (s *Store) write(ino, off uint64, data []byte) (int, error) {
+func (s *Store) write(ino Ino, off uint64, data []byte) (int, error) {
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
@@ -166,12 +166,12 @@ func (s *Store) fillPage(in *inode, b uint64, buf []byte) error {
 // where there are some, the device elsewhere, holes as zeros. It returns
 // 0 at or past the end of the file. A block whose checksum does not match
 // fails the read with EIO, and nothing of it is returned.
-func (s *Store) Read(ino, off uint64, buf []byte) (int, error) {
+func (s *Store) Read(ino Ino, off uint64, buf []byte) (int, error) {
 	n, err := s.read(ino, off, buf)
 	return n, opErr("read", ino, err)
 }
 
-func (s *Store) read(ino, off uint64, buf []byte) (int, error) {
+func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 	in, err := s.getLive(ino)
 	if err != nil {
 		return 0, err

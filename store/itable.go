@@ -19,20 +19,20 @@ type inodeTable struct {
 	max    int
 	// fast mirrors the shards' maps for lookups that take no lock and no
 	// reference: fsync's already-durable check (peek).
-	fast sync.Map // ino → *inode
+	fast sync.Map // Ino → *inode; always keyed by Ino, as a uint64 key would miss
 }
 
 const inodeShards = 64
 
 type inodeShard struct {
 	mu sync.Mutex
-	m  map[uint64]*inode
+	m  map[Ino]*inode
 }
 
 func newInodeTable(s *Store, max int) *inodeTable {
 	t := &inodeTable{s: s, max: max/inodeShards + 1}
 	for i := range t.shards {
-		t.shards[i].m = map[uint64]*inode{}
+		t.shards[i].m = map[Ino]*inode{}
 	}
 	return t
 }
@@ -40,7 +40,7 @@ func newInodeTable(s *Store, max int) *inodeTable {
 // get returns inode ino with a reference, loading it from the tree on a
 // miss (under the shard lock, so an inode is never loaded twice). ENOENT if
 // it does not exist or was deleted.
-func (t *inodeTable) get(ino uint64) (*inode, error) {
+func (t *inodeTable) get(ino Ino) (*inode, error) {
 	sh := &t.shards[ino%inodeShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -81,7 +81,7 @@ func (t *inodeTable) put(in *inode) {
 
 // peek returns inode ino if it is in memory, taking no lock and no
 // reference: the caller may only read its atomics.
-func (t *inodeTable) peek(ino uint64) *inode {
+func (t *inodeTable) peek(ino Ino) *inode {
 	if v, ok := t.fast.Load(ino); ok {
 		return v.(*inode)
 	}
@@ -129,14 +129,14 @@ func (t *inodeTable) clear() {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		sh.m = map[uint64]*inode{}
+		sh.m = map[Ino]*inode{}
 		sh.mu.Unlock()
 	}
 	t.fast.Clear()
 }
 
 // loadInode reads inode ino's item (and a directory's next index).
-func (s *Store) loadInode(ino uint64) (*inode, error) {
+func (s *Store) loadInode(ino Ino) (*inode, error) {
 	b, err := s.fs.Lookup(inodeKey(ino))
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, syscall.ENOENT
@@ -156,9 +156,9 @@ func (s *Store) loadInode(ino uint64) (*inode, error) {
 	// would make the directory, or the root and so the mount, fail).
 	if in.isDir() && !s.opts.ReadOnly {
 		in.nextIndex = 2
-		from := engine.Key{ObjectID: ino, Type: engine.TypeDirIndex, Offset: ^uint64(0)}
+		from := engine.InoKey(ino, engine.TypeDirIndex, ^uint64(0))
 		err := s.fs.IterateReverse(from, func(k engine.Key, _ []byte) bool {
-			if k.ObjectID == ino && k.Type == engine.TypeDirIndex {
+			if k.Ino() == ino && k.Type == engine.TypeDirIndex {
 				in.nextIndex = k.Offset + 1
 			}
 			return false

@@ -6,24 +6,31 @@ import (
 	"ustore/engine"
 )
 
-func inodeKey(ino uint64) engine.Key {
-	return engine.Key{ObjectID: ino, Type: engine.TypeInodeItem}
+// The fs tree's keys. An inode number becomes a key's objectid in
+// engine.InoKey and is read back with Key.Ino; an INODE_REF's offset is
+// the parent directory's inode number, read back with refParent.
+
+func inodeKey(ino Ino) engine.Key {
+	return engine.InoKey(ino, engine.TypeInodeItem, 0)
 }
 
-func refKey(ino, dir uint64) engine.Key {
-	return engine.Key{ObjectID: ino, Type: engine.TypeInodeRef, Offset: dir}
+func refKey(ino, dir Ino) engine.Key {
+	return engine.InoKey(ino, engine.TypeInodeRef, uint64(dir))
 }
 
-func dirItemKey(dir uint64, name string) engine.Key {
-	return engine.Key{ObjectID: dir, Type: engine.TypeDirItem, Offset: nameHash(name)}
+// refParent is the directory an INODE_REF key names.
+func refParent(k engine.Key) Ino { return Ino(k.Offset) }
+
+func dirItemKey(dir Ino, name string) engine.Key {
+	return engine.InoKey(dir, engine.TypeDirItem, nameHash(name))
 }
 
-func dirIndexKey(dir, index uint64) engine.Key {
-	return engine.Key{ObjectID: dir, Type: engine.TypeDirIndex, Offset: index}
+func dirIndexKey(dir Ino, index uint64) engine.Key {
+	return engine.InoKey(dir, engine.TypeDirIndex, index)
 }
 
-func extentKey(ino, off uint64) engine.Key {
-	return engine.Key{ObjectID: ino, Type: engine.TypeExtentData, Offset: off}
+func extentKey(ino Ino, off uint64) engine.Key {
+	return engine.InoKey(ino, engine.TypeExtentData, off)
 }
 
 func csumKey(bytenr uint64) engine.Key {

@@ -108,7 +108,7 @@ func lcFlip(t *testing.T, d *memdev.Device, bytenr uint64, at int) {
 
 // lcContent reads the whole of the file name in dir; ok false if there
 // is no such name.
-func lcContent(t *testing.T, s *Store, dir uint64, name string) ([]byte, bool) {
+func lcContent(t *testing.T, s *Store, dir Ino, name string) ([]byte, bool) {
 	t.Helper()
 	a, err := s.Lookup(dir, name)
 	if errors.Is(err, syscall.ENOENT) {
@@ -168,7 +168,7 @@ func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 			if _, err := s.Write(n.Ino, 0, crashData(3, 0, 5000)); err != nil {
 				t.Fatal(err)
 			}
-			fsyncs := []uint64{a.Ino, n.Ino}
+			fsyncs := []Ino{a.Ino, n.Ino}
 			if tc.big {
 				dir, err := s.Mkdir(RootIno, "many", 0o755)
 				if err != nil {
@@ -389,7 +389,7 @@ func TestLogCorrupt_FlushErrorParallel(t *testing.T) {
 			// failed flush the engine is read-only: every later one does).
 			const workers, maxRounds = 8, 400
 			type record struct {
-				ino      uint64
+				ino      Ino
 				versions [][]byte // content after each write; [0] empty
 				acked    int      // the version the last acknowledged fsync covers; -1 none
 				errs     int

@@ -31,14 +31,14 @@ import (
 //
 // A deleted inode answers ENOENT, as stat and read do: the protocol names
 // inodes by number, and a number whose inode is gone names nothing.
-func (s *Store) Fsync(ctx context.Context, ino uint64, datasync bool) error {
+func (s *Store) Fsync(ctx context.Context, ino Ino, datasync bool) error {
 	if err := s.fsync(ctx, ino, datasync); err != nil {
 		return opErr("fsync", ino, err) // boxing ino allocates: only on failure
 	}
 	return nil
 }
 
-func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
+func (s *Store) fsync(ctx context.Context, ino Ino, datasync bool) error {
 	// The fast paths: an inode in memory with nothing buffered whose last
 	// change is committed, or in a synced log — atomic loads and a
 	// lock-free map lookup.
@@ -56,7 +56,7 @@ func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
 		}
 	}
 	start := time.Now()
-	ctx, span := trace.Start(ctx, "store.fsync", trace.Ino(ino), attribute.Bool("datasync", datasync))
+	ctx, span := trace.Start(ctx, "store.fsync", trace.Ino(uint64(ino)), attribute.Bool("datasync", datasync))
 	defer span.End()
 	err := s.fsyncSlow(ctx, ino, span)
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Store) fsync(ctx context.Context, ino uint64, datasync bool) error {
 }
 
 // fsyncSlow is fsync past the fast paths.
-func (s *Store) fsyncSlow(ctx context.Context, ino uint64, span trace.Span) error {
+func (s *Store) fsyncSlow(ctx context.Context, ino Ino, span trace.Span) error {
 	in, err := s.getLive(ino)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (s *Store) writeData(ctx context.Context, in *inode) error {
 	if !in.buffered.Load() {
 		return nil
 	}
-	_, span := trace.Start(ctx, "write_data", trace.Ino(in.ino))
+	_, span := trace.Start(ctx, "write_data", trace.Ino(uint64(in.ino)))
 	defer span.End()
 	before := s.stats.writebackBlocks.Load()
 	err := s.writebackInode(in)

@@ -37,7 +37,7 @@ func queueRelogs(t *testing.T, n int, opts Options) queuedRelogs {
 	s := openTest(t, d, opts)
 	defer closeCheck(t, s)
 	ctx := context.Background()
-	inos := make([]uint64, n+1)
+	inos := make([]Ino, n+1)
 	for i := range inos {
 		a, err := s.Create(RootIno, fmt.Sprintf("f%03d", i), 0o644)
 		if err != nil {
@@ -49,7 +49,7 @@ func queueRelogs(t *testing.T, n int, opts Options) queuedRelogs {
 		t.Fatal(err)
 	}
 	mode := uint32(0o600)
-	chmodFsync := func(ino uint64) error {
+	chmodFsync := func(ino Ino) error {
 		mode ^= 0o040 // a change the log must carry: the inode item only
 		m := mode
 		if _, err := s.SetAttr(ino, SetAttr{Mode: &m}); err != nil {

@@ -37,7 +37,7 @@ import (
 
 // logInode copies in's changed items into the log through w.
 func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid journal.Transid, in *inode) error {
-	_, span := trace.Start(ctx, "logtree.log_inode", trace.Ino(in.ino))
+	_, span := trace.Start(ctx, "logtree.log_inode", trace.Ino(uint64(in.ino)))
 	defer span.End()
 	item, err := s.fs.Lookup(inodeKey(in.ino))
 	if err != nil {
@@ -70,7 +70,7 @@ func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid journal.Tra
 
 // logItem logs an inode item and how it was logged, keeping what an
 // earlier logging of it in this transaction promised (flags only grow).
-func (s *Store) logItem(w *logtree.Writer, ino uint64, item []byte, flags logtree.LogFlags) error {
+func (s *Store) logItem(w *logtree.Writer, ino Ino, item []byte, flags logtree.LogFlags) error {
 	if err := w.Set(inodeKey(ino), item); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Store) logItem(w *logtree.Writer, ino uint64, item []byte, flags logtre
 }
 
 // logFlags records how ino is logged; flags only grow.
-func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) error {
+func (s *Store) logFlags(w *logtree.Writer, ino Ino, flags logtree.LogFlags) error {
 	old, err := w.Lookup(logtree.LogInodeKey(ino))
 	switch {
 	case err == nil && len(old) == 1:
@@ -101,12 +101,12 @@ func (s *Store) logFlags(w *logtree.Writer, ino uint64, flags logtree.LogFlags) 
 // one transaction may create a chain of directories as deep as it likes,
 // and a goroutine's stack must not grow with it (the project's style: no
 // recursion over unbounded depth; TestLog_DeepNewDirs).
-func (s *Store) logNames(w *logtree.Writer, tid journal.Transid, ino uint64) error {
+func (s *Store) logNames(w *logtree.Writer, tid journal.Transid, ino Ino) error {
 	// nameFrame is one inode whose names are logged: the parents of its
 	// names not yet looked at are parents[next:].
 	type nameFrame struct {
-		ino     uint64
-		parents []uint64
+		ino     Ino
+		parents []Ino
 		next    int
 	}
 	parents, err := s.logOwnNames(w, tid, ino)
@@ -154,11 +154,11 @@ func (s *Store) logNames(w *logtree.Writer, tid journal.Transid, ino uint64) err
 // logOwnNames replaces the log's INODE_REFs of ino with the tree's, marks
 // ino's names logged in tid, and returns the directories they are in, in
 // key order.
-func (s *Store) logOwnNames(w *logtree.Writer, tid journal.Transid, ino uint64) ([]uint64, error) {
+func (s *Store) logOwnNames(w *logtree.Writer, tid journal.Transid, ino Ino) ([]Ino, error) {
 	var keys []engine.Key
 	var refs [][]byte
 	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+		if k.Ino() != ino || k.Type != engine.TypeInodeRef {
 			return false
 		}
 		keys = append(keys, k)
@@ -168,16 +168,16 @@ func (s *Store) logOwnNames(w *logtree.Writer, tid journal.Transid, ino uint64) 
 	if err != nil {
 		return nil, err
 	}
-	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^uint64(0))); err != nil {
+	if err := w.DeleteRange(refKey(ino, 0), refKey(ino, ^Ino(0))); err != nil {
 		return nil, err
 	}
 	if err := w.Insert(keys, refs); err != nil {
 		return nil, err
 	}
 	s.track.namesLogged(tid, ino)
-	parents := make([]uint64, len(keys))
+	parents := make([]Ino, len(keys))
 	for i, k := range keys {
-		parents[i] = k.Offset
+		parents[i] = refParent(k)
 	}
 	return parents, nil
 }
@@ -187,7 +187,7 @@ func (s *Store) logOwnNames(w *logtree.Writer, tid journal.Transid, ino uint64) 
 // straddle it — and copies of the tree's extents in it; all of them in one
 // batch after the log's last record, then the checksums of the extents'
 // blocks.
-func (s *Store) logFile(w *logtree.Writer, tid journal.Transid, ino uint64) error {
+func (s *Store) logFile(w *logtree.Writer, tid journal.Transid, ino Ino) error {
 	rs, err := s.track.takeFile(tid, ino)
 	if err != nil || len(rs) == 0 {
 		return err
@@ -199,10 +199,10 @@ func (s *Store) logFile(w *logtree.Writer, tid journal.Transid, ino uint64) erro
 	return nil
 }
 
-func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
+func (s *Store) appendFileLog(w *logtree.Writer, ino Ino, rs []rng) error {
 	seq := uint64(0)
 	err := w.IterateReverse(logtree.FileLogKey(ino, ^uint64(0)), func(k engine.Key, _ []byte) bool {
-		if k.ObjectID == ino && k.Type == logtree.TypeLogFile {
+		if k.Ino() == ino && k.Type == logtree.TypeLogFile {
 			seq = k.Offset + 1
 		}
 		return false
@@ -265,13 +265,13 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino uint64, rs []rng) error {
 // lastRangeBefore returns the start of ino's last logged range item of
 // type typ that starts before at, or at if there is none: where a scan for
 // the ranges touching [at, …) begins.
-func lastRangeBefore(w *logtree.Writer, ino uint64, typ uint8, at uint64) (uint64, error) {
+func lastRangeBefore(w *logtree.Writer, ino Ino, typ uint8, at uint64) (uint64, error) {
 	from := at
 	if at == 0 {
 		return 0, nil
 	}
-	err := w.IterateReverse(engine.Key{ObjectID: ino, Type: typ, Offset: at - 1}, func(k engine.Key, _ []byte) bool {
-		if k.ObjectID == ino && k.Type == typ {
+	err := w.IterateReverse(engine.InoKey(ino, typ, at-1), func(k engine.Key, _ []byte) bool {
+		if k.Ino() == ino && k.Type == typ {
 			from = k.Offset
 		}
 		return false
@@ -280,7 +280,7 @@ func lastRangeBefore(w *logtree.Writer, ino uint64, typ uint8, at uint64) (uint6
 }
 
 // logDir logs the index ranges of directory dir changed in tid.
-func (s *Store) logDir(w *logtree.Writer, tid journal.Transid, dir uint64) error {
+func (s *Store) logDir(w *logtree.Writer, tid journal.Transid, dir Ino) error {
 	rs, err := s.track.takeDir(tid, dir)
 	if err != nil {
 		return err
@@ -350,10 +350,10 @@ func (s *Store) logDir(w *logtree.Writer, tid journal.Transid, dir uint64) error
 
 // noDirRanges reports whether the log holds no index range of dir: its
 // first logging in the transaction.
-func noDirRanges(w *logtree.Writer, dir uint64) (bool, error) {
+func noDirRanges(w *logtree.Writer, dir Ino) (bool, error) {
 	none := true
 	err := w.Iterate(logtree.DirRangeKey(dir, 0), func(k engine.Key, _ []byte) bool {
-		none = k.ObjectID != dir || k.Type != logtree.TypeDirLogIndex
+		none = k.Ino() != dir || k.Type != logtree.TypeDirLogIndex
 		return false
 	})
 	return none, err
@@ -364,7 +364,7 @@ func noDirRanges(w *logtree.Writer, dir uint64) (bool, error) {
 // delete, every range item in one batch and the entries in batches — a
 // directory that lost 1,000 scattered entries is 1,000 range items in one
 // insertion, not 1,000 merges.
-func (s *Store) logDirRangesFresh(w *logtree.Writer, tid journal.Transid, dir uint64, rs []rng) error {
+func (s *Store) logDirRangesFresh(w *logtree.Writer, tid journal.Transid, dir Ino, rs []rng) error {
 	rkeys := make([]engine.Key, len(rs))
 	ritems := make([][]byte, len(rs))
 	for i, r := range rs {
@@ -378,7 +378,7 @@ func (s *Store) logDirRangesFresh(w *logtree.Writer, tid journal.Transid, dir ui
 
 // logDirEntries copies dir's entries in the ranges rs into the log, in
 // batches, then logs that each child they name exists.
-func (s *Store) logDirEntries(w *logtree.Writer, tid journal.Transid, dir uint64, rs []rng) error {
+func (s *Store) logDirEntries(w *logtree.Writer, tid journal.Transid, dir Ino, rs []rng) error {
 	b := entryBatch{w: w}
 	for _, r := range rs {
 		if err := s.copyEntries(&b, dir, r.start, r.end); err != nil {
@@ -405,7 +405,7 @@ type entryBatch struct {
 	w        *logtree.Writer
 	keys     []engine.Key
 	items    [][]byte
-	children []uint64
+	children []Ino
 }
 
 func (b *entryBatch) flush() error {
@@ -416,10 +416,10 @@ func (b *entryBatch) flush() error {
 
 // copyEntries adds dir's entries with index in [lo, hi) to b, inserting
 // each dirBatch of them.
-func (s *Store) copyEntries(b *entryBatch, dir, lo, hi uint64) error {
+func (s *Store) copyEntries(b *entryBatch, dir Ino, lo, hi uint64) error {
 	var derr error
 	err := s.fs.Iterate(dirIndexKey(dir, lo), func(k engine.Key, v []byte) bool {
-		if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
+		if k.Ino() != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
 			return false
 		}
 		b.keys = append(b.keys, k)
@@ -440,14 +440,14 @@ func (s *Store) copyEntries(b *entryBatch, dir, lo, hi uint64) error {
 
 // logDirRange replaces the log's entries of dir in [lo, hi) with the
 // tree's.
-func (s *Store) logDirRange(w *logtree.Writer, tid journal.Transid, dir, lo, hi uint64) error {
+func (s *Store) logDirRange(w *logtree.Writer, tid journal.Transid, dir Ino, lo, hi uint64) error {
 	from, err := lastRangeBefore(w, dir, logtree.TypeDirLogIndex, lo)
 	if err != nil {
 		return err
 	}
 	var derr error
 	err = w.Iterate(logtree.DirRangeKey(dir, from), func(k engine.Key, v []byte) bool {
-		if k.ObjectID != dir || k.Type != logtree.TypeDirLogIndex || k.Offset > hi {
+		if k.Ino() != dir || k.Type != logtree.TypeDirLogIndex || k.Offset > hi {
 			return false
 		}
 		end, err := logtree.DecodeEnd(v)
@@ -482,7 +482,7 @@ func (s *Store) logDirRange(w *logtree.Writer, tid journal.Transid, dir, lo, hi 
 // in this transaction and is not in the log yet (btrfs: LOG_INODE_EXISTS):
 // replay must find the inode the entry names. Its data was not asked to be
 // durable: a file is logged empty.
-func (s *Store) logExists(w *logtree.Writer, tid journal.Transid, child uint64) error {
+func (s *Store) logExists(w *logtree.Writer, tid journal.Transid, child Ino) error {
 	if s.track.hasNames(tid, child) {
 		return nil
 	}
@@ -565,9 +565,10 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 		if err = s.logInode(ctx, w, tid, in); err == nil {
 			// in.mu is held: the marks only grow (invariant 9; inLog
 			// checks the pair where it reads them).
-			assert.Thatf(changes >= in.loggedChanges.Load() && lctx.Generation() >= engine.LogGen(in.loggedGen.Load()),
-				"store: inode %d logged at generation %d with %d changes, after generation %d with %d",
-				in.ino, lctx.Generation(), changes, in.loggedGen.Load(), in.loggedChanges.Load())
+			if !(changes >= in.loggedChanges.Load() && lctx.Generation() >= engine.LogGen(in.loggedGen.Load())) {
+				assert.Failf("store: inode %d logged at generation %d with %d changes, after generation %d with %d",
+					in.ino, lctx.Generation(), changes, in.loggedGen.Load(), in.loggedChanges.Load())
+			}
 			in.loggedChanges.Store(changes)
 			in.loggedGen.Store(uint64(lctx.Generation()))
 		}
@@ -600,7 +601,9 @@ func (s *Store) inLog(in *inode) bool {
 	logged, changes := in.loggedChanges.Load(), in.changes.Load()
 	// loggedChanges is a count of changes read before logging, and the
 	// count only grows (the pair of logAndSync's check, invariant 9).
-	assert.Thatf(logged <= changes, "store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
+	if logged > changes {
+		assert.Failf("store: inode %d logged with %d changes, but has %d", in.ino, logged, changes)
+	}
 	return gen != 0 && logged == changes &&
 		gen.Transid() == in.lastTrans.Load() && gen <= s.tlog.LastLogCommit()
 }

@@ -22,7 +22,7 @@ func TestLog_DeepNewDirs(t *testing.T) {
 	s := openTest(t, d, Options{CommitInterval: 5 * time.Minute})
 	ctx := context.Background()
 	commitsBefore := s.Engine().Stats().Commits
-	dir := uint64(RootIno)
+	dir := RootIno
 	for i := range depth {
 		a, err := s.Mkdir(dir, fmt.Sprintf("d%d", i), 0o755)
 		if err != nil {

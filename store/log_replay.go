@@ -17,18 +17,18 @@ import (
 // a name (btrfs: fixup_inode_link_counts, and "redo the rm -rf").
 type replayer struct {
 	s       *Store
-	touched map[uint64]struct{}
+	touched map[Ino]struct{}
 }
 
 var _ logtree.Target = (*replayer)(nil)
 
-func (r *replayer) touch(inos ...uint64) {
+func (r *replayer) touch(inos ...Ino) {
 	for _, ino := range inos {
 		r.touched[ino] = struct{}{}
 	}
 }
 
-func (r *replayer) ReplayInode(tr *engine.Trans, ino uint64, item engine.InodeItem, _ logtree.LogFlags) error {
+func (r *replayer) ReplayInode(tr *engine.Trans, ino Ino, item engine.InodeItem, _ logtree.LogFlags) error {
 	r.touch(ino)
 	b := item.Encode(nil)
 	err := r.s.fs.UpdateItem(tr, inodeKey(ino), func(d []byte) { copy(d, b) })
@@ -39,11 +39,11 @@ func (r *replayer) ReplayInode(tr *engine.Trans, ino uint64, item engine.InodeIt
 }
 
 // entriesIn returns dir's DIR_INDEX entries with an index in [lo, hi).
-func (r *replayer) entriesIn(dir, lo, hi uint64) ([]engine.DirEntry, error) {
+func (r *replayer) entriesIn(dir Ino, lo, hi uint64) ([]engine.DirEntry, error) {
 	var out []engine.DirEntry
 	var derr error
 	err := r.s.fs.Iterate(dirIndexKey(dir, lo), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
+		if k.Ino() != dir || k.Type != engine.TypeDirIndex || k.Offset >= hi {
 			return false
 		}
 		es, err := engine.DecodeDirEntries(b)
@@ -65,7 +65,7 @@ func sameEntry(a, b engine.DirEntry) bool {
 	return a.Child == b.Child && a.Index == b.Index && string(a.Name) == string(b.Name)
 }
 
-func (r *replayer) ReplayDirRange(tr *engine.Trans, dir, lo, hi uint64, logged []engine.DirEntry) error {
+func (r *replayer) ReplayDirRange(tr *engine.Trans, dir Ino, lo, hi uint64, logged []engine.DirEntry) error {
 	r.touch(dir)
 	have, err := r.entriesIn(dir, lo, hi)
 	if err != nil {
@@ -95,7 +95,7 @@ func (r *replayer) ReplayDirRange(tr *engine.Trans, dir, lo, hi uint64, logged [
 
 // addName adds entry e (Child: the inode) to dir, first removing whatever
 // holds its name or its index there.
-func (r *replayer) addName(tr *engine.Trans, dir uint64, e engine.DirEntry) error {
+func (r *replayer) addName(tr *engine.Trans, dir Ino, e engine.DirEntry) error {
 	r.touch(dir, e.Child)
 	name := string(e.Name)
 	if old, err := r.s.findEntry(dir, name); err == nil {
@@ -123,7 +123,7 @@ func (r *replayer) addName(tr *engine.Trans, dir uint64, e engine.DirEntry) erro
 	return r.s.appendEntry(tr, refKey(e.Child, dir), engine.DirEntry{Child: dir, Index: e.Index, Name: e.Name})
 }
 
-func (r *replayer) ReplayNames(tr *engine.Trans, ino uint64, refs []engine.DirEntry) error {
+func (r *replayer) ReplayNames(tr *engine.Trans, ino Ino, refs []engine.DirEntry) error {
 	r.touch(ino)
 	have, err := r.s.inodeRefs(ino)
 	if err != nil {
@@ -162,7 +162,7 @@ func (r *replayer) ReplayNames(tr *engine.Trans, ino uint64, refs []engine.DirEn
 	return nil
 }
 
-func (r *replayer) ReplayFileRange(tr *engine.Trans, ino, start, end uint64, exts []logtree.Extent) error {
+func (r *replayer) ReplayFileRange(tr *engine.Trans, ino Ino, start, end uint64, exts []logtree.Extent) error {
 	r.touch(ino)
 	// Blocks the log references again (a committed extent logged whole
 	// because its range changed around it) stay allocated.
@@ -195,9 +195,9 @@ func (r *replayer) ReplayCsums(tr *engine.Trans, start uint64, sums []byte) erro
 // every touched inode, and deletes those left without a name — a
 // directory with everything under it that has no other name.
 func (r *replayer) ReplayDone(tr *engine.Trans) error {
-	done := map[uint64]bool{}
+	done := map[Ino]bool{}
 	for {
-		var todo []uint64
+		var todo []Ino
 		for ino := range r.touched {
 			if !done[ino] {
 				todo = append(todo, ino)
@@ -216,7 +216,7 @@ func (r *replayer) ReplayDone(tr *engine.Trans) error {
 	}
 }
 
-func (r *replayer) fixup(tr *engine.Trans, ino uint64) error {
+func (r *replayer) fixup(tr *engine.Trans, ino Ino) error {
 	s := r.s
 	b, err := s.fs.Lookup(inodeKey(ino))
 	if errors.Is(err, engine.ErrNotFound) {
@@ -251,7 +251,7 @@ func (r *replayer) fixup(tr *engine.Trans, ino uint64) error {
 		if _, err := s.dropExtents(tr, in, 0, ^uint64(0)); err != nil {
 			return err
 		}
-		_, err := s.fs.DeleteRange(tr, engine.Key{ObjectID: ino}, engine.Key{ObjectID: ino, Type: 0xff, Offset: ^uint64(0)})
+		_, err := s.fs.DeleteRange(tr, engine.InoKey(ino, 0, 0), engine.InoKey(ino, 0xff, ^uint64(0)))
 		return err
 	}
 	if item.Mode&ModeType == ModeDir {

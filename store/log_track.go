@@ -24,19 +24,19 @@ type logTrack struct {
 	mu  sync.Mutex
 	tid journal.Transid
 	// files: file ranges whose extents changed.
-	files map[uint64]*rangeSet
+	files map[Ino]*rangeSet
 	// dirs: directory index ranges whose entries changed (added or
 	// removed).
-	dirs map[uint64]*rangeSet
+	dirs map[Ino]*rangeSet
 	// names: inodes whose names (INODE_REFs) are in tid's log.
-	names map[uint64]struct{}
+	names map[Ino]struct{}
 	// dirsLogged: directories whose index ranges are in tid's log.
-	dirsLogged map[uint64]struct{}
+	dirsLogged map[Ino]struct{}
 	// unlinked: per directory, the inodes whose entries it lost in tid.
 	// Logging the directory logs their names too: one with a name left
 	// elsewhere must not be deleted by replay as an orphan (btrfs:
 	// last_unlink_trans, log_all_parents).
-	unlinked map[uint64][]uint64
+	unlinked map[Ino][]Ino
 	// shrunk: per list item (a DIR_ITEM, an INODE_REF) that lost entries
 	// in tid and kept others, the bytes of the entries it lost
 	// (itemGrown). Only such items are here: they are hash collisions and
@@ -58,11 +58,11 @@ func (t *logTrack) resetLocked(tid journal.Transid) bool {
 	}
 	if tid > t.tid {
 		t.tid = tid
-		t.files = map[uint64]*rangeSet{}
-		t.dirs = map[uint64]*rangeSet{}
-		t.names = map[uint64]struct{}{}
-		t.dirsLogged = map[uint64]struct{}{}
-		t.unlinked = map[uint64][]uint64{}
+		t.files = map[Ino]*rangeSet{}
+		t.dirs = map[Ino]*rangeSet{}
+		t.names = map[Ino]struct{}{}
+		t.dirsLogged = map[Ino]struct{}{}
+		t.unlinked = map[Ino][]Ino{}
 		t.shrunk = map[engine.Key]int{}
 		t.stale = fallbackNone
 	}
@@ -70,7 +70,7 @@ func (t *logTrack) resetLocked(tid journal.Transid) bool {
 }
 
 // fileChanged records that ino's extents in [start, end) changed in tid.
-func (t *logTrack) fileChanged(tid journal.Transid, ino, start, end uint64) {
+func (t *logTrack) fileChanged(tid journal.Transid, ino Ino, start, end uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -85,7 +85,7 @@ func (t *logTrack) fileChanged(tid journal.Transid, ino, start, end uint64) {
 }
 
 // entryAdded records a new entry at index idx of dir.
-func (t *logTrack) entryAdded(tid journal.Transid, dir, idx, child uint64) {
+func (t *logTrack) entryAdded(tid journal.Transid, dir Ino, idx uint64, child Ino) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -98,7 +98,7 @@ func (t *logTrack) entryAdded(tid journal.Transid, dir, idx, child uint64) {
 }
 
 // entryRemoved records the removal of dir's entry at idx (naming child).
-func (t *logTrack) entryRemoved(tid journal.Transid, dir, idx, child uint64) {
+func (t *logTrack) entryRemoved(tid journal.Transid, dir Ino, idx uint64, child Ino) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -113,7 +113,7 @@ func (t *logTrack) entryRemoved(tid journal.Transid, dir, idx, child uint64) {
 	}
 }
 
-func (t *logTrack) dirRangeLocked(dir uint64) *rangeSet {
+func (t *logTrack) dirRangeLocked(dir Ino) *rangeSet {
 	rs := t.dirs[dir]
 	if rs == nil {
 		rs = &rangeSet{}
@@ -182,26 +182,26 @@ func (t *logTrack) staleReason(tid journal.Transid) fallbackReason {
 var errTrackGone = errors.New("store: the transaction's change tracking is gone (it is committing)")
 
 // takeFile returns and forgets ino's changed file ranges in tid.
-func (t *logTrack) takeFile(tid journal.Transid, ino uint64) ([]rng, error) {
+func (t *logTrack) takeFile(tid journal.Transid, ino Ino) ([]rng, error) {
 	return t.take(tid, ino, false)
 }
 
 // putFile gives ranges back after a failed log (the fsync commits, but a
 // later fsync of the transaction must not think them logged).
-func (t *logTrack) putFile(tid journal.Transid, ino uint64, rs []rng) {
+func (t *logTrack) putFile(tid journal.Transid, ino Ino, rs []rng) {
 	for _, r := range rs {
 		t.fileChanged(tid, ino, r.start, r.end)
 	}
 }
 
 // takeDir returns and forgets dir's changed index ranges in tid.
-func (t *logTrack) takeDir(tid journal.Transid, dir uint64) ([]rng, error) {
+func (t *logTrack) takeDir(tid journal.Transid, dir Ino) ([]rng, error) {
 	return t.take(tid, dir, true)
 }
 
 // take returns and forgets the ranges of key — a directory's (dir) or a
 // file's — in tid; errTrackGone once the tracker has moved past tid.
-func (t *logTrack) take(tid journal.Transid, key uint64, dir bool) ([]rng, error) {
+func (t *logTrack) take(tid journal.Transid, key Ino, dir bool) ([]rng, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
@@ -223,7 +223,7 @@ func (t *logTrack) take(tid journal.Transid, key uint64, dir bool) ([]rng, error
 	return rs, nil
 }
 
-func (t *logTrack) putDir(tid journal.Transid, dir uint64, rs []rng) {
+func (t *logTrack) putDir(tid journal.Transid, dir Ino, rs []rng) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -235,7 +235,7 @@ func (t *logTrack) putDir(tid journal.Transid, dir uint64, rs []rng) {
 }
 
 // takeUnlinked returns and forgets the inodes dir lost entries of in tid.
-func (t *logTrack) takeUnlinked(tid journal.Transid, dir uint64) ([]uint64, error) {
+func (t *logTrack) takeUnlinked(tid journal.Transid, dir Ino) ([]Ino, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tid < t.tid {
@@ -251,7 +251,7 @@ func (t *logTrack) takeUnlinked(tid journal.Transid, dir uint64) ([]uint64, erro
 
 // namesLogged records that ino's names are in tid's log; it reports
 // whether they were already.
-func (t *logTrack) namesLogged(tid journal.Transid, ino uint64) bool {
+func (t *logTrack) namesLogged(tid journal.Transid, ino Ino) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.resetLocked(tid) {
@@ -263,7 +263,7 @@ func (t *logTrack) namesLogged(tid journal.Transid, ino uint64) bool {
 }
 
 // hasNames reports whether ino's names are in tid's log.
-func (t *logTrack) hasNames(tid journal.Transid, ino uint64) bool {
+func (t *logTrack) hasNames(tid journal.Transid, ino Ino) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.names[ino]
@@ -271,7 +271,7 @@ func (t *logTrack) hasNames(tid journal.Transid, ino uint64) bool {
 }
 
 // dirLogged records that dir's index ranges are in tid's log.
-func (t *logTrack) dirLogged(tid journal.Transid, dir uint64) {
+func (t *logTrack) dirLogged(tid journal.Transid, dir Ino) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.resetLocked(tid) {
@@ -310,6 +310,7 @@ func (s *rangeSet) add(start, end uint64) {
 	s.rs = slices.Replace(s.rs, i, j, rng{start, end})
 	// The merged range keeps its neighbours at a distance: take checks
 	// the whole list where it is read (invariant 10).
-	assert.Thatf((i == 0 || s.rs[i-1].end < start) && (i+1 == len(s.rs) || end < s.rs[i+1].start),
-		"store: range [%d, %d) merged next to a neighbour (invariant 10)", start, end)
+	if !((i == 0 || s.rs[i-1].end < start) && (i+1 == len(s.rs) || end < s.rs[i+1].start)) {
+		assert.Failf("store: range [%d, %d) merged next to a neighbour (invariant 10)", start, end)
+	}
 }

@@ -27,7 +27,7 @@ func rpNew(t *testing.T, size int64) *rpFix {
 	return &rpFix{t: t, d: d, s: openTest(t, d, crashOptions())}
 }
 
-func (f *rpFix) create(dir uint64, name string) uint64 {
+func (f *rpFix) create(dir Ino, name string) Ino {
 	f.t.Helper()
 	a, err := f.s.Create(dir, name, 0o644)
 	if err != nil {
@@ -36,7 +36,7 @@ func (f *rpFix) create(dir uint64, name string) uint64 {
 	return a.Ino
 }
 
-func (f *rpFix) mkdir(dir uint64, name string) uint64 {
+func (f *rpFix) mkdir(dir Ino, name string) Ino {
 	f.t.Helper()
 	a, err := f.s.Mkdir(dir, name, 0o755)
 	if err != nil {
@@ -45,14 +45,14 @@ func (f *rpFix) mkdir(dir uint64, name string) uint64 {
 	return a.Ino
 }
 
-func (f *rpFix) write(ino, off uint64, data []byte) {
+func (f *rpFix) write(ino Ino, off uint64, data []byte) {
 	f.t.Helper()
 	if n, err := f.s.Write(ino, off, data); err != nil || n != len(data) {
 		f.t.Fatalf("write %d at %d+%d: %d, %v", ino, off, len(data), n, err)
 	}
 }
 
-func (f *rpFix) truncate(ino, size uint64) {
+func (f *rpFix) truncate(ino Ino, size uint64) {
 	f.t.Helper()
 	if err := f.s.Truncate(ino, size); err != nil {
 		f.t.Fatalf("truncate %d to %d: %v", ino, size, err)
@@ -68,7 +68,7 @@ func (f *rpFix) sync() {
 
 // fsyncLogged fsyncs ino and requires that the log took it: no commit, one
 // more logged fsync.
-func (f *rpFix) fsyncLogged(ino uint64) {
+func (f *rpFix) fsyncLogged(ino Ino) {
 	f.t.Helper()
 	outcome := f.fsync(ino)
 	if outcome != "logged" {
@@ -78,7 +78,7 @@ func (f *rpFix) fsyncLogged(ino uint64) {
 
 // fsync fsyncs ino and says how: "logged", "commit (reasons)", "in log",
 // "committed".
-func (f *rpFix) fsync(ino uint64) string {
+func (f *rpFix) fsync(ino Ino) string {
 	f.t.Helper()
 	st0, commits0 := f.s.Stats(), f.s.Engine().Stats().Commits
 	if err := f.s.Fsync(context.Background(), ino, false); err != nil {
@@ -123,7 +123,7 @@ func (f *rpFix) crashReplay(replayed bool) {
 	}
 }
 
-func (f *rpFix) lookup(dir uint64, name string) uint64 {
+func (f *rpFix) lookup(dir Ino, name string) Ino {
 	f.t.Helper()
 	a, err := f.s.Lookup(dir, name)
 	if err != nil {
@@ -133,7 +133,7 @@ func (f *rpFix) lookup(dir uint64, name string) uint64 {
 }
 
 // wantContent requires that ino holds exactly want.
-func (f *rpFix) wantContent(ino uint64, want []byte) {
+func (f *rpFix) wantContent(ino Ino, want []byte) {
 	f.t.Helper()
 	a, err := f.s.Stat(ino)
 	if err != nil {
@@ -158,9 +158,9 @@ func (f *rpFix) wantContent(ino uint64, want []byte) {
 }
 
 // names lists dir's entries: name → inode.
-func (f *rpFix) names(dir uint64) map[string]uint64 {
+func (f *rpFix) names(dir Ino) map[string]Ino {
 	f.t.Helper()
-	out := map[string]uint64{}
+	out := map[string]Ino{}
 	var cookie uint64
 	for {
 		es, err := f.s.ReadDir(dir, cookie, 256)
@@ -313,7 +313,7 @@ func TestLogReplay_DirFsyncManyEntries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := rpNew(t, 128<<20)
 			dir := f.mkdir(RootIno, "d")
-			inos := map[string]uint64{}
+			inos := map[string]Ino{}
 			for i := range committed {
 				inos[name(i)] = f.create(dir, name(i))
 			}
@@ -436,7 +436,7 @@ func TestLogReplay_FileInNewNestedDirectories(t *testing.T) {
 		t.Fatalf("a/b/f: inode %d, want %d", got, ino)
 	}
 	f.wantContent(ino, v)
-	for d, nlink := range map[uint64]uint32{a2: 3, b2: 2} {
+	for d, nlink := range map[Ino]uint32{a2: 3, b2: 2} {
 		at, err := f.s.Stat(d)
 		if err != nil || !at.IsDir() || at.Nlink != nlink {
 			t.Fatalf("directory %d: %+v, %v; want %d links", d, at, err, nlink)
@@ -467,7 +467,7 @@ func TestLogReplay_InlineData(t *testing.T) {
 	f.write(grow, 100, vg[100:])
 	f.truncate(shrink, 30)
 	f.truncate(empty, 0)
-	for i, ino := range []uint64{small, grow, shrink, empty} {
+	for i, ino := range []Ino{small, grow, shrink, empty} {
 		if err := f.s.Fsync(context.Background(), ino, i%2 == 1); err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestLog_FsyncIsLoggedNotCommitted(t *testing.T) {
 	d := newTestDevice(t, 64<<20)
 	s := openTest(t, d, Options{CommitInterval: 5 * time.Minute})
 	ctx := context.Background()
-	root := uint64(256)
+	root := Ino(256)
 	a, err := s.Create(root, "f", 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestLog_ParallelFsync(t *testing.T) {
 	const workers, rounds = 16, 30
 	var wg sync.WaitGroup
 	final := make([][]byte, workers)
-	inos := make([]uint64, workers)
+	inos := make([]Ino, workers)
 	errs := make(chan error, workers+1)
 	stop := make(chan struct{})
 	go func() { // commits while the fsyncs run

@@ -35,26 +35,26 @@ type modelNode struct {
 	data    []byte              // a file's content
 	nlink   int                 // a file's names
 	entries map[string]modelEnt // a directory's entries
-	parent  uint64              // a directory's parent
+	parent  Ino                 // a directory's parent
 }
 
 type modelEnt struct {
-	ino uint64
+	ino Ino
 	seq uint64 // creation order in the directory
 }
 
 // modelFS is the model: live inodes by number, and the numbers of the
 // deleted ones.
 type modelFS struct {
-	nodes map[uint64]*modelNode
-	dead  map[uint64]bool
+	nodes map[Ino]*modelNode
+	dead  map[Ino]bool
 	seq   uint64
 }
 
 func newModelFS() *modelFS {
 	return &modelFS{
-		nodes: map[uint64]*modelNode{RootIno: {dir: true, entries: map[string]modelEnt{}, parent: RootIno}},
-		dead:  map[uint64]bool{},
+		nodes: map[Ino]*modelNode{RootIno: {dir: true, entries: map[string]modelEnt{}, parent: RootIno}},
+		dead:  map[Ino]bool{},
 	}
 }
 
@@ -69,7 +69,7 @@ func (m *modelFS) nameErr(name string) syscall.Errno {
 }
 
 // dirErr is getDir's answer for ino.
-func (m *modelFS) dirErr(ino uint64) syscall.Errno {
+func (m *modelFS) dirErr(ino Ino) syscall.Errno {
 	n := m.nodes[ino]
 	switch {
 	case n == nil:
@@ -80,7 +80,7 @@ func (m *modelFS) dirErr(ino uint64) syscall.Errno {
 	return 0
 }
 
-func (m *modelFS) subdirs(ino uint64) int {
+func (m *modelFS) subdirs(ino Ino) int {
 	k := 0
 	for _, e := range m.nodes[ino].entries {
 		if m.nodes[e.ino].dir {
@@ -91,7 +91,7 @@ func (m *modelFS) subdirs(ino uint64) int {
 }
 
 // attr is what Stat should say: nlink and size.
-func (m *modelFS) attr(ino uint64) (nlink uint32, size uint64) {
+func (m *modelFS) attr(ino Ino) (nlink uint32, size uint64) {
 	n := m.nodes[ino]
 	if n.dir {
 		return uint32(2 + m.subdirs(ino)), uint64(len(n.entries))
@@ -99,7 +99,7 @@ func (m *modelFS) attr(ino uint64) (nlink uint32, size uint64) {
 	return uint32(n.nlink), uint64(len(n.data))
 }
 
-func (m *modelFS) addEntry(dir uint64, name string, ino uint64) {
+func (m *modelFS) addEntry(dir Ino, name string, ino Ino) {
 	m.seq++
 	m.nodes[dir].entries[name] = modelEnt{ino: ino, seq: m.seq}
 	if n := m.nodes[ino]; n.dir {
@@ -108,7 +108,7 @@ func (m *modelFS) addEntry(dir uint64, name string, ino uint64) {
 }
 
 // dropName removes name from dir and drops the inode with its last name.
-func (m *modelFS) dropName(dir uint64, name string) {
+func (m *modelFS) dropName(dir Ino, name string) {
 	e := m.nodes[dir].entries[name]
 	delete(m.nodes[dir].entries, name)
 	n := m.nodes[e.ino]
@@ -123,7 +123,7 @@ func (m *modelFS) dropName(dir uint64, name string) {
 }
 
 // under reports whether dir is anc or lies under it.
-func (m *modelFS) under(dir, anc uint64) bool {
+func (m *modelFS) under(dir Ino, anc Ino) bool {
 	for {
 		if dir == anc {
 			return true
@@ -136,7 +136,7 @@ func (m *modelFS) under(dir, anc uint64) bool {
 }
 
 // listing is dir's entries in creation order.
-func (m *modelFS) listing(dir uint64) []DirEntry {
+func (m *modelFS) listing(dir Ino) []DirEntry {
 	type named struct {
 		name string
 		e    modelEnt
@@ -175,7 +175,7 @@ type modelRun struct {
 	buf      []byte // verifyAll's read buffer
 	// changed: files written or truncated since the last verifyAll, whose
 	// content a sync's verification reads (a remount's reads all).
-	changed map[uint64]bool
+	changed map[Ino]bool
 }
 
 func (r *modelRun) logf(format string, args ...any) {
@@ -223,8 +223,8 @@ func (r *modelRun) name() string {
 }
 
 // inos returns the model's live inodes of a kind, sorted (for determinism).
-func (r *modelRun) inos(dir bool) []uint64 {
-	var out []uint64
+func (r *modelRun) inos(dir bool) []Ino {
+	var out []Ino
 	for ino, n := range r.m.nodes {
 		if n.dir == dir {
 			out = append(out, ino)
@@ -234,15 +234,15 @@ func (r *modelRun) inos(dir bool) []uint64 {
 	return out
 }
 
-func (r *modelRun) pickFrom(xs []uint64) uint64 {
+func (r *modelRun) pickFrom(xs []Ino) Ino {
 	if len(xs) == 0 {
 		return 1 << 40
 	}
 	return xs[r.rng.IntN(len(xs))]
 }
 
-func (r *modelRun) deadIno() uint64 {
-	var xs []uint64
+func (r *modelRun) deadIno() Ino {
+	var xs []Ino
 	for ino := range r.m.dead {
 		xs = append(xs, ino)
 	}
@@ -252,12 +252,12 @@ func (r *modelRun) deadIno() uint64 {
 
 // pick returns an inode of the kind wanted most of the time, and now and
 // then one of the other kind, a deleted one, or one that never existed.
-func (r *modelRun) pick(dir bool) uint64 {
+func (r *modelRun) pick(dir bool) Ino {
 	switch k := r.rng.IntN(40); {
 	case k == 0:
 		return r.deadIno()
 	case k == 1:
-		return 1<<40 + uint64(r.rng.IntN(10))
+		return 1<<40 + Ino(r.rng.IntN(10))
 	case k <= 3:
 		return r.pickFrom(r.inos(!dir))
 	}
@@ -628,7 +628,7 @@ func (r *modelRun) opLookup() {
 	}
 }
 
-func (r *modelRun) compareAttr(what string, ino uint64, a Attr) {
+func (r *modelRun) compareAttr(what string, ino Ino, a Attr) {
 	r.t.Helper()
 	nlink, size := r.m.attr(ino)
 	if a.Ino != ino || a.IsDir() != r.m.nodes[ino].dir || a.Nlink != nlink || a.Size != size {
@@ -665,7 +665,7 @@ func (r *modelRun) opReadDir() {
 }
 
 // listAll lists dir in pages, checking that cookies only grow.
-func (r *modelRun) listAll(dir uint64, page int) ([]DirEntry, error) {
+func (r *modelRun) listAll(dir Ino, page int) ([]DirEntry, error) {
 	var out []DirEntry
 	cookie := uint64(0)
 	for {
@@ -689,7 +689,7 @@ func (r *modelRun) listAll(dir uint64, page int) ([]DirEntry, error) {
 	}
 }
 
-func (r *modelRun) compareListing(what string, dir uint64, got []DirEntry) {
+func (r *modelRun) compareListing(what string, dir Ino, got []DirEntry) {
 	r.t.Helper()
 	want := r.m.listing(dir)
 	strip := func(es []DirEntry) []string {
@@ -748,9 +748,9 @@ func (r *modelRun) verifyAll(when string, all bool) {
 	if err := r.s.Check(); err != nil {
 		r.fatalf("%s: fsck: %v", when, err)
 	}
-	seen := map[uint64]bool{}
-	var walk func(dir uint64, path string)
-	walk = func(dir uint64, path string) {
+	seen := map[Ino]bool{}
+	var walk func(dir Ino, path string)
+	walk = func(dir Ino, path string) {
 		seen[dir] = true
 		a, err := r.s.Stat(dir)
 		if err != nil {
@@ -828,7 +828,7 @@ func TestModel(t *testing.T) {
 
 func modelRunSeed(t *testing.T, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, seed*0x9e3779b97f4a7c15))
-	r := &modelRun{t: t, seed: seed, rng: rng, m: newModelFS(), maxFile: 3 << 19, outcomes: map[syscall.Errno]int{}, changed: map[uint64]bool{}}
+	r := &modelRun{t: t, seed: seed, rng: rng, m: newModelFS(), maxFile: 3 << 19, outcomes: map[syscall.Errno]int{}, changed: map[Ino]bool{}}
 	// Options vary with the seed: a small dirty budget makes background
 	// writeback interleave with the operations; a small inode cache makes
 	// inodes leave memory and come back from the tree.

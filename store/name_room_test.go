@@ -90,7 +90,7 @@ type roomFix struct {
 	t      *testing.T
 	d      *memdev.Device
 	s      *Store
-	other  uint64
+	other  Ino
 	before []byte
 }
 

@@ -26,11 +26,11 @@ func checkName(name string) error {
 
 // inodeRefs returns ino's names, from its INODE_REF items, as entries
 // whose Child is the parent directory (names copied out of the leaf).
-func (s *Store) inodeRefs(ino uint64) ([]engine.DirEntry, error) {
+func (s *Store) inodeRefs(ino Ino) ([]engine.DirEntry, error) {
 	var out []engine.DirEntry
 	var derr error
 	err := s.fs.Iterate(refKey(ino, 0), func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeInodeRef {
+		if k.Ino() != ino || k.Type != engine.TypeInodeRef {
 			return false
 		}
 		es, err := engine.DecodeDirEntries(b)
@@ -40,7 +40,7 @@ func (s *Store) inodeRefs(ino uint64) ([]engine.DirEntry, error) {
 		}
 		for _, e := range es {
 			e.Name = slices.Clone(e.Name)
-			e.Child = k.Offset
+			e.Child = refParent(k)
 			out = append(out, e)
 		}
 		return true

@@ -93,7 +93,7 @@ func lockAll(ins ...*inode) func() {
 // getLive returns inode ino with a reference; ENOENT if it is deleted. A
 // deleted inode may stay in the table until evicted: it must answer as one
 // not there (as it does once evicted), before any check of its type.
-func (s *Store) getLive(ino uint64) (*inode, error) {
+func (s *Store) getLive(ino Ino) (*inode, error) {
 	in, err := s.itab.get(ino)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (s *Store) getLive(ino uint64) (*inode, error) {
 }
 
 // getDir returns directory ino with a reference: ENOTDIR if it is not one.
-func (s *Store) getDir(ino uint64) (*inode, error) {
+func (s *Store) getDir(ino Ino) (*inode, error) {
 	in, err := s.getLive(ino)
 	if err != nil {
 		return nil, err
@@ -122,12 +122,12 @@ func (s *Store) getDir(ino uint64) (*inode, error) {
 }
 
 // Lookup returns the attributes of name in directory dir.
-func (s *Store) Lookup(dir uint64, name string) (Attr, error) {
+func (s *Store) Lookup(dir Ino, name string) (Attr, error) {
 	a, err := s.lookup(dir, name)
 	return a, opErr("lookup", name, err)
 }
 
-func (s *Store) lookup(dir uint64, name string) (Attr, error) {
+func (s *Store) lookup(dir Ino, name string) (Attr, error) {
 	if err := checkName(name); err != nil {
 		return Attr{}, err
 	}
@@ -139,7 +139,7 @@ func (s *Store) lookup(dir uint64, name string) (Attr, error) {
 	// The child may go between finding the name and the stat (a rename
 	// over the name, an unlink): the name then names another inode, or
 	// none. Look again rather than fail a name that exists throughout.
-	for prev := uint64(0); ; {
+	for prev := Ino(0); ; {
 		e, err := s.findEntryLocked(d, name)
 		if err != nil {
 			return Attr{}, err
@@ -154,18 +154,18 @@ func (s *Store) lookup(dir uint64, name string) (Attr, error) {
 
 // Create makes a regular file name in dir with permission bits perm;
 // EEXIST if the name exists.
-func (s *Store) Create(dir uint64, name string, perm uint32) (Attr, error) {
+func (s *Store) Create(dir Ino, name string, perm uint32) (Attr, error) {
 	a, err := s.makeInode(dir, name, ModeFile|perm&ModePerm)
 	return a, opErr("create", name, err)
 }
 
 // Mkdir makes a directory name in dir.
-func (s *Store) Mkdir(dir uint64, name string, perm uint32) (Attr, error) {
+func (s *Store) Mkdir(dir Ino, name string, perm uint32) (Attr, error) {
 	a, err := s.makeInode(dir, name, ModeDir|perm&ModePerm)
 	return a, opErr("mkdir", name, err)
 }
 
-func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err error) {
+func (s *Store) makeInode(dir Ino, name string, mode uint32) (_ Attr, err error) {
 	if err := s.writable(); err != nil {
 		return Attr{}, err
 	}
@@ -200,7 +200,7 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err err
 	}
 	defer tr.End()
 	defer s.abortOnError(&err)
-	ino := s.nextIno.Add(1) - 1
+	ino := s.nextIno.take()
 	t := now()
 	in := &inode{ino: ino, dir: mode&ModeType == ModeDir, nextIndex: 2}
 	in.pages.init()
@@ -234,12 +234,12 @@ func (s *Store) makeInode(dir uint64, name string, mode uint32) (_ Attr, err err
 
 // Link gives inode ino the name name in dir. Directories cannot be linked
 // (EPERM, as Linux).
-func (s *Store) Link(ino, dir uint64, name string) (Attr, error) {
+func (s *Store) Link(ino, dir Ino, name string) (Attr, error) {
 	a, err := s.link(ino, dir, name)
 	return a, opErr("link", name, err)
 }
 
-func (s *Store) link(ino, dir uint64, name string) (_ Attr, err error) {
+func (s *Store) link(ino, dir Ino, name string) (_ Attr, err error) {
 	if err := s.writable(); err != nil {
 		return Attr{}, err
 	}
@@ -313,16 +313,16 @@ const linkMax = 1 << 16
 
 // Unlink removes name, a non-directory, from dir; the inode goes with its
 // last name.
-func (s *Store) Unlink(dir uint64, name string) error {
+func (s *Store) Unlink(dir Ino, name string) error {
 	return opErr("unlink", name, s.remove(dir, name, false))
 }
 
 // Rmdir removes name, an empty directory, from dir.
-func (s *Store) Rmdir(dir uint64, name string) error {
+func (s *Store) Rmdir(dir Ino, name string) error {
 	return opErr("rmdir", name, s.remove(dir, name, true))
 }
 
-func (s *Store) remove(dir uint64, name string, wantDir bool) error {
+func (s *Store) remove(dir Ino, name string, wantDir bool) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -438,8 +438,8 @@ func (s *Store) deleteInode(tr *engine.Trans, in *inode) error {
 	if _, err := s.dropExtents(tr, in, 0, ^uint64(0)); err != nil {
 		return err
 	}
-	lo := engine.Key{ObjectID: in.ino}
-	hi := engine.Key{ObjectID: in.ino, Type: 0xff, Offset: ^uint64(0)}
+	lo := engine.InoKey(in.ino, 0, 0)
+	hi := engine.InoKey(in.ino, 0xff, ^uint64(0))
 	if _, err := s.fs.DeleteRange(tr, lo, hi); err != nil {
 		return err
 	}

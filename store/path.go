@@ -14,6 +14,11 @@ import (
 // Paths are '/'-separated and absolute within the store; empty components
 // ("a//b", a trailing '/') are ignored, "." and ".." are not allowed.
 
+// Ino is an inode number. It is engine's type, named here so that the
+// server, which sees the store and not the engine, converts the wire's u64
+// to it where it decodes a request.
+type Ino = engine.Ino
+
 // RootIno is the root directory's inode number.
 const RootIno = engine.RootDirIno
 
@@ -120,11 +125,11 @@ func (s *Store) Get(path string) ([]byte, error) {
 }
 
 // Reader returns an io.Reader of file ino from offset 0.
-func (s *Store) Reader(ino uint64) io.Reader { return &fileReader{s: s, ino: ino} }
+func (s *Store) Reader(ino Ino) io.Reader { return &fileReader{s: s, ino: ino} }
 
 type fileReader struct {
 	s   *Store
-	ino uint64
+	ino Ino
 	off uint64
 }
 

@@ -31,10 +31,12 @@ import (
 // still in the inode table (their numbers are what a client holding a
 // stale handle would send).
 type posixFix struct {
-	s                       *Store
-	dev                     *memdev.Device
-	f, g, d, sub, x, e      uint64
-	delFile, delDir, noSuch uint64
+	s                  *Store
+	dev                *memdev.Device
+	f, g, d, sub, x, e Ino
+	delFile            Ino
+	delDir             Ino
+	noSuch             Ino
 }
 
 func newPosixFix(t *testing.T) *posixFix {
@@ -42,7 +44,7 @@ func newPosixFix(t *testing.T) *posixFix {
 	d := newTestDevice(t, 32<<20)
 	s := openTest(t, d, Options{})
 	fx := &posixFix{s: s, dev: d}
-	mk := func(a Attr, err error) uint64 {
+	mk := func(a Attr, err error) Ino {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +84,7 @@ func posixPattern(n int, seed byte) []byte {
 	return b
 }
 
-func posixWrite(t testing.TB, s *Store, ino, off uint64, data []byte) {
+func posixWrite(t testing.TB, s *Store, ino Ino, off uint64, data []byte) {
 	t.Helper()
 	n, err := s.Write(ino, off, data)
 	if err != nil || n != len(data) {
@@ -92,7 +94,7 @@ func posixWrite(t testing.TB, s *Store, ino, off uint64, data []byte) {
 
 // posixReadAll reads file ino whole, and checks that reading at its end
 // returns nothing.
-func posixReadAll(t testing.TB, s *Store, ino uint64) []byte {
+func posixReadAll(t testing.TB, s *Store, ino Ino) []byte {
 	t.Helper()
 	a, err := s.Stat(ino)
 	if err != nil {
@@ -110,7 +112,7 @@ func posixReadAll(t testing.TB, s *Store, ino uint64) []byte {
 }
 
 // posixList lists directory dir whole, in pages of page entries.
-func posixList(t testing.TB, s *Store, dir uint64, page int) []DirEntry {
+func posixList(t testing.TB, s *Store, dir Ino, page int) []DirEntry {
 	t.Helper()
 	var out []DirEntry
 	cookie := uint64(0)
@@ -132,8 +134,8 @@ func posixList(t testing.TB, s *Store, dir uint64, page int) []DirEntry {
 func posixTree(t testing.TB, s *Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	var walk func(dir uint64, path string)
-	walk = func(dir uint64, path string) {
+	var walk func(dir Ino, path string)
+	walk = func(dir Ino, path string) {
 		a, err := s.Stat(dir)
 		if err != nil {
 			t.Fatalf("stat %s: %v", path, err)
@@ -488,7 +490,7 @@ func TestPOSIX_RenameReplacesFile(t *testing.T) {
 		t.Run(fmt.Sprintf("crossdir=%v", crossDir), func(t *testing.T) {
 			fx := newPosixFix(t)
 			s := fx.s
-			srcDir := uint64(RootIno)
+			srcDir := RootIno
 			if crossDir {
 				srcDir = fx.sub
 			}
@@ -638,7 +640,7 @@ func TestPOSIX_RenameDirNlink(t *testing.T) {
 	if _, err := s.Mkdir(c.Ino, "inner", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	nlink := func(ino uint64) uint32 {
+	nlink := func(ino Ino) uint32 {
 		t.Helper()
 		st, err := s.Stat(ino)
 		if err != nil {
@@ -702,9 +704,9 @@ func TestPOSIX_RenameOntoSameInode(t *testing.T) {
 	}
 	before := posixTree(t, s)
 	for _, r := range []struct {
-		sd   uint64
+		sd   Ino
 		sn   string
-		dd   uint64
+		dd   Ino
 		dn   string
 		what string
 	}{
@@ -731,7 +733,7 @@ func TestPOSIX_HardLinks(t *testing.T) {
 	fx := newPosixFix(t)
 	s := fx.s
 	want := posixPattern(5000, 1)
-	for i, dir := range []uint64{RootIno, fx.d, fx.sub, fx.e} {
+	for i, dir := range []Ino{RootIno, fx.d, fx.sub, fx.e} {
 		a, err := s.Link(fx.f, dir, fmt.Sprintf("l%d", i))
 		if err != nil || a.Nlink != uint32(i+2) || a.Ino != fx.f {
 			t.Fatalf("link %d: %+v %v", i, a, err)
@@ -758,7 +760,7 @@ func TestPOSIX_HardLinks(t *testing.T) {
 	// The file stays while it has a name; the directory that held a link
 	// can go once empty.
 	for i, p := range []struct {
-		dir  uint64
+		dir  Ino
 		name string
 	}{{RootIno, "f"}, {fx.e, "l3"}, {RootIno, "l0"}, {fx.sub, "l2"}} {
 		if err := s.Unlink(p.dir, p.name); err != nil {

@@ -89,22 +89,22 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		pick func(t *testing.T, s *Store, files []uint64) victim
+		pick func(t *testing.T, s *Store, files []Ino) victim
 	}{
-		{"fs tree rightmost internal node", func(t *testing.T, s *Store, _ []uint64) victim {
+		{"fs tree rightmost internal node", func(t *testing.T, s *Store, _ []Ino) victim {
 			ns := level1Nodes(t, s, engine.FSTreeID)
 			n := ns[len(ns)-1]
 			return victim(n)
 		}},
-		{"fs tree node under the root's last entries", func(t *testing.T, s *Store, _ []uint64) victim {
+		{"fs tree node under the root's last entries", func(t *testing.T, s *Store, _ []Ino) victim {
 			ns := level1Nodes(t, s, engine.FSTreeID)
-			n := nodeCovering(t, ns, engine.Key{ObjectID: RootIno, Type: engine.TypeDirIndex, Offset: ^uint64(0)})
+			n := nodeCovering(t, ns, engine.InoKey(RootIno, engine.TypeDirIndex, ^uint64(0)))
 			if !inodeKey(RootIno).Less(n.first) {
 				t.Fatalf("the node at %v holds the root's inode item too", n.first)
 			}
 			return victim(n)
 		}},
-		{"free space tree leaf", func(t *testing.T, s *Store, _ []uint64) victim {
+		{"free space tree leaf", func(t *testing.T, s *Store, _ []Ino) victim {
 			b, _, _ := leafOf(t, s, engine.FreeSpaceTreeID, engine.MinKey)
 			return victim{b, engine.MaxKey}
 		}},
@@ -114,7 +114,7 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 			d := newTestDevice(t, 64<<20)
 			s := openTest(t, d, Options{})
 			const files = 3000
-			inos := make([]uint64, files)
+			inos := make([]Ino, files)
 			content := func(i int) []byte {
 				if i%100 == 0 { // some files with data blocks
 					return patternData(byte(i), 5000)
@@ -155,7 +155,7 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 					// right before it (finding where its items end reads
 					// the next leaf), or whose name is under it (in the
 					// root's items).
-					if ino+1 < v.first.ObjectID && !strings.Contains(c.name, "root") {
+					if ino+1 < v.first.Ino() && !strings.Contains(c.name, "root") {
 						t.Fatalf("file %d (ino %d) before the damaged node: %v", i, ino, err)
 					}
 					damaged++

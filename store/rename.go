@@ -19,11 +19,11 @@ import (
 // renameMu serialises renames, as Linux's s_vfs_rename_mutex: while it is
 // held no directory changes parent, so the walk up from dstDir that looks
 // for a cycle sees a stable tree.
-func (s *Store) Rename(srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+func (s *Store) Rename(srcDir Ino, srcName string, dstDir Ino, dstName string) error {
 	return opErr("rename", srcName, s.rename(srcDir, srcName, dstDir, dstName))
 }
 
-func (s *Store) rename(srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+func (s *Store) rename(srcDir Ino, srcName string, dstDir Ino, dstName string) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (s *Store) checkRenameRoom(sd *inode, srcName string, dd *inode, dstName st
 
 // checkNotUnder returns EINVAL if directory dir is dirIno itself or lies
 // under it: moving ancestor there would cut it from the tree.
-func (s *Store) checkNotUnder(dir, ancestor uint64) error {
+func (s *Store) checkNotUnder(dir, ancestor Ino) error {
 	for range maxDepth {
 		if dir == ancestor {
 			return syscall.EINVAL
@@ -316,7 +316,7 @@ const maxDepth = 1 << 16
 // It runs before renameMu, as fsync's writeback does; data written to the
 // source after it is ordinary buffered data again. A lookup that fails is
 // left for the rename to report.
-func (s *Store) writeBackReplacing(srcDir uint64, srcName string, dstDir uint64, dstName string) error {
+func (s *Store) writeBackReplacing(srcDir Ino, srcName string, dstDir Ino, dstName string) error {
 	sd, err := s.getDir(srcDir)
 	if err != nil {
 		return nil

@@ -37,7 +37,7 @@ const (
 
 // BadBlock is a data block that failed its check.
 type BadBlock struct {
-	Ino    uint64
+	Ino    Ino
 	Offset uint64   // in the file
 	Bytenr uint64   // on the device
 	Paths  []string // the file's names; none if they could not be read
@@ -74,8 +74,9 @@ func (r *ScrubReport) Err() error {
 
 // scrubPiece is up to scrubPieceBytes of one extent.
 type scrubPiece struct {
-	ino, off, disk uint64 // file offset, device offset
-	blocks         int
+	ino       Ino
+	off, disk uint64 // file offset, device offset
+	blocks    int
 }
 
 // Scrub reads and checks every data block of a quiescent store (as Check).
@@ -115,7 +116,7 @@ func (s *Store) Scrub(ctx context.Context) (*ScrubReport, error) {
 		a, b := r.Bad[i], r.Bad[j]
 		return a.Ino < b.Ino || a.Ino == b.Ino && a.Offset < b.Offset
 	})
-	paths := map[uint64][]string{}
+	paths := map[Ino][]string{}
 	for i := range r.Bad {
 		ino := r.Bad[i].Ino
 		if _, ok := paths[ino]; !ok {
@@ -167,7 +168,7 @@ func (s *Store) scrubExtents(ctx context.Context, batches chan<- []scrubPiece, e
 					return false
 				}
 				n := min(x.NumBytes-o, scrubPieceBytes)
-				batch = append(batch, scrubPiece{ino: k.ObjectID, off: k.Offset + o, disk: uint64(x.DiskBytenr) + o, blocks: int(n / blockSize)})
+				batch = append(batch, scrubPiece{ino: k.Ino(), off: k.Offset + o, disk: uint64(x.DiskBytenr) + o, blocks: int(n / blockSize)})
 				bytes += n
 			}
 			return true

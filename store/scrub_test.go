@@ -33,7 +33,7 @@ func TestStore_Scrub_DataBlock(t *testing.T) {
 	if _, err := s.Link(inoA, sub.Ino, "link-to-a"); err != nil {
 		t.Fatal(err)
 	}
-	var inoB uint64
+	var inoB Ino
 	for i := range 10 {
 		ino := mustCreate(t, s, sub.Ino, fmt.Sprintf("b%d", i), patternData(byte(10+i), 1<<20))
 		dataBytes += 1 << 20
@@ -126,7 +126,7 @@ func TestStore_Scrub_MissingChecksum(t *testing.T) {
 
 // setInodeItem rewrites inode ino's item in the tree, committed: a forged
 // item with a valid leaf checksum, as a damaged or hostile image holds.
-func setInodeItem(t *testing.T, s *Store, ino uint64, change func(*engine.InodeItem)) {
+func setInodeItem(t *testing.T, s *Store, ino Ino, change func(*engine.InodeItem)) {
 	t.Helper()
 	b, err := s.fs.Lookup(inodeKey(ino))
 	if err != nil {
@@ -197,7 +197,7 @@ func TestStore_Check_ImpossibleFields(t *testing.T) {
 		s := openTest(t, d, Options{})
 		ino := mustCreate(t, s, RootIno, "f", patternData(1, 3*blockSize))
 		s = remount(t, s, d, Options{})
-		key := engine.Key{ObjectID: ino, Type: engine.TypeExtentData}
+		key := extentKey(ino, 0)
 		b, err := s.fs.Lookup(key)
 		if err != nil {
 			t.Fatal(err)

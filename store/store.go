@@ -28,7 +28,7 @@ type Store struct {
 
 	itab      *inodeTable
 	wb        wbState
-	nextIno   atomic.Uint64
+	nextIno   atomicIno
 	putSeq    atomic.Uint64 // Put's temporary names
 	renameMu  sync.RWMutex  // rename: write; fsync's logging: read
 	tlog      *logtree.Log  // the fsync log
@@ -108,7 +108,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 			return nil, err
 		}
 	} else {
-		rep, err := logtree.Replay(s.ctx, e, &replayer{s: s, touched: map[uint64]struct{}{}}, s.log)
+		rep, err := logtree.Replay(s.ctx, e, &replayer{s: s, touched: map[Ino]struct{}{}}, s.log)
 		if err != nil {
 			e.Close(context.Background())
 			return nil, fmt.Errorf("store: replaying the fsync log: %w", err)
@@ -121,7 +121,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	}
 	// Only creates need the next inode number: a read-only mount skips
 	// the scan of the fs tree's rightmost path.
-	next := uint64(engine.FirstFreeIno - 1)
+	next := engine.FirstFreeIno - 1
 	if !opts.ReadOnly {
 		if next, err = s.highestIno(); err != nil {
 			e.Close(context.Background())
@@ -136,10 +136,10 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 }
 
 // highestIno returns the highest inode number in the fs tree.
-func (s *Store) highestIno() (uint64, error) {
-	hi := uint64(engine.FirstFreeIno - 1)
+func (s *Store) highestIno() (Ino, error) {
+	hi := engine.FirstFreeIno - 1
 	err := s.fs.IterateReverse(engine.MaxKey, func(k engine.Key, _ []byte) bool {
-		hi = max(hi, k.ObjectID)
+		hi = max(hi, k.Ino())
 		return false
 	})
 	return hi, err

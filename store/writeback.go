@@ -329,7 +329,7 @@ type wbState struct {
 	pages  int64
 	budget int64 // pages
 	bg     int64 // pages: background writeback starts past it
-	inodes map[uint64]*inode
+	inodes map[Ino]*inode
 	kick   chan struct{}
 	// waiters counts writers waiting in reserve for the budget: the
 	// flusher writes back for them whatever the background threshold (a
@@ -354,7 +354,7 @@ func (w *wbState) init(s *Store, budget, bg int64) {
 	w.s = s
 	w.cond = sync.NewCond(&w.mu)
 	w.budget, w.bg = budget/blockSize, bg/blockSize
-	w.inodes = map[uint64]*inode{}
+	w.inodes = map[Ino]*inode{}
 	w.kick = make(chan struct{}, 1)
 }
 

@@ -93,7 +93,7 @@ func TestDecompose_Read(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		go serveReads(ln, b.st, b.files[0], mode)
+		go serveReads(ln, b.st, store.Ino(b.files[0]), mode)
 	}
 	order := []string{"store", "echo", "inline", "go+write", "go+writer", "service"}
 	p50 := map[string][]float64{}
@@ -121,7 +121,7 @@ func TestDecompose_Read(t *testing.T) {
 
 // serveReads serves the echo protocol, doing a 4 KiB st.Read of ino for
 // each request as mode says.
-func serveReads(ln net.Listener, st *store.Store, ino uint64, mode string) {
+func serveReads(ln net.Listener, st *store.Store, ino store.Ino, mode string) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {

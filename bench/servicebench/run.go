@@ -40,9 +40,9 @@ type bench struct {
 	srv    *server.Server
 	served chan error
 
-	sock     string // the server's socket
-	benchDir string // the files' directory, with an external server
-	files    []uint64
+	sock     string   // the server's socket
+	benchDir string   // the files' directory, with an external server
+	files    []uint64 // the files' inode numbers as the wire carries them
 	echo     *echoServer
 	echoSock string
 
@@ -193,7 +193,7 @@ func (b *bench) filesInProcess(n int) error {
 		if _, err := b.st.Write(a.Ino, 0, data); err != nil {
 			return err
 		}
-		b.files = append(b.files, a.Ino)
+		b.files = append(b.files, uint64(a.Ino))
 	}
 	return b.st.Sync(b.ctx)
 }
@@ -358,7 +358,7 @@ func (b *bench) cell(system, op string, clients, depth, cell, cells int) (Result
 		}
 	case "store":
 		for i := range n {
-			fns[i] = b.storeOp(op, b.files[i/depth])
+			fns[i] = b.storeOp(op, store.Ino(b.files[i/depth]))
 		}
 	case "echo":
 		sz := b.sizes[op]
@@ -517,7 +517,7 @@ func (b *bench) serviceOp(c *client.Client, op string, ino uint64) opFunc {
 	}
 }
 
-func (b *bench) storeOp(op string, ino uint64) opFunc {
+func (b *bench) storeOp(op string, ino store.Ino) opFunc {
 	st := b.st
 	bs := b.cfg.BS
 	switch op {

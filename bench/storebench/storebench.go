@@ -314,7 +314,7 @@ func getU64(b []byte) uint64 {
 
 // writeSeq writes total bytes of ino in bs requests, then syncs,
 // reporting to wt.
-func (b *bench) writeSeq(ino uint64, total int64, bs int, wt windowTicker) (Result, error) {
+func (b *bench) writeSeq(ino store.Ino, total int64, bs int, wt windowTicker) (Result, error) {
 	buf := pattern(bs, 1)
 	before := b.s.Stats()
 	start := time.Now()
@@ -338,7 +338,7 @@ func (b *bench) writeSeq(ino uint64, total int64, bs int, wt windowTicker) (Resu
 
 // readSeq reads ino back in bs requests and checks each block's stamp,
 // reporting to wt.
-func (b *bench) readSeq(ino uint64, total int64, bs int, wt windowTicker) (Result, error) {
+func (b *bench) readSeq(ino store.Ino, total int64, bs int, wt windowTicker) (Result, error) {
 	buf := dev.AlignedBuffer(bs)
 	before := b.s.Stats()
 	start := time.Now()

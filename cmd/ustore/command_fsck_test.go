@@ -38,11 +38,11 @@ func withImageStore(t *testing.T, path string, fn func(s *store.Store)) {
 
 // firstDataBlock returns the device offset of inode ino's first regular
 // extent.
-func firstDataBlock(t *testing.T, s *store.Store, ino uint64) uint64 {
+func firstDataBlock(t *testing.T, s *store.Store, ino store.Ino) uint64 {
 	t.Helper()
 	var at uint64
-	err := s.Engine().Tree(engine.FSTreeID).Iterate(engine.Key{ObjectID: ino, Type: engine.TypeExtentData}, func(k engine.Key, b []byte) bool {
-		if k.ObjectID != ino || k.Type != engine.TypeExtentData {
+	err := s.Engine().Tree(engine.FSTreeID).Iterate(engine.InoKey(ino, engine.TypeExtentData, 0), func(k engine.Key, b []byte) bool {
+		if k.Ino() != ino || k.Type != engine.TypeExtentData {
 			return false
 		}
 		if x, err := engine.DecodeFileExtent(b); err == nil && x.Type == engine.ExtentRegular {
@@ -93,7 +93,8 @@ func TestCommand_Fsck_Data(t *testing.T) {
 	if out, err := run(t, "mkfs", "--size", "64M", "--nodesize", "4k", path); err != nil {
 		t.Fatalf("mkfs: %v\n%s", err, out)
 	}
-	var ino, disk uint64
+	var ino store.Ino
+	var disk uint64
 	withImageStore(t, path, func(s *store.Store) {
 		if _, err := s.Mkdir(store.RootIno, "dir", 0o755); err != nil {
 			t.Fatal(err)
@@ -148,7 +149,7 @@ func TestCommand_Fsck_JSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ino, disk = a.Ino, firstDataBlock(t, s, a.Ino)
+		ino, disk = uint64(a.Ino), firstDataBlock(t, s, a.Ino)
 	})
 	decode := func(out string) map[string]any {
 		t.Helper()

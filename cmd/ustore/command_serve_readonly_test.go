@@ -55,7 +55,7 @@ func TestCommand_Serve_ReadOnly(t *testing.T) {
 		t.Fatalf("mkfs: %v\n%s", err, out)
 	}
 	const files = 3000
-	inos := make([]uint64, files)
+	inos := make([]store.Ino, files)
 	var node uint64
 	var first engine.Key
 	withImageStore(t, img, func(s *store.Store) {
@@ -114,7 +114,7 @@ func TestCommand_Serve_ReadOnly(t *testing.T) {
 		switch {
 		case err == nil && string(got) == fmt.Sprintf("content of %d", i):
 			intact++
-		case errors.Is(err, syscall.EIO) && ino+1 >= first.ObjectID:
+		case errors.Is(err, syscall.EIO) && ino+1 >= first.Ino():
 			eio++
 		default:
 			t.Fatalf("file %d (ino %d; damaged node from %v): %q %v", i, ino, first, got, err)
@@ -129,7 +129,7 @@ func TestCommand_Serve_ReadOnly(t *testing.T) {
 	if _, err := c.Put(ctx, "/put", []byte("x"), true); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("put: %v, want EROFS", err)
 	}
-	if _, err := c.Write(ctx, inos[0], 0, []byte("x")); !errors.Is(err, syscall.EROFS) {
+	if _, err := c.Write(ctx, uint64(inos[0]), 0, []byte("x")); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("write: %v, want EROFS", err)
 	}
 	if err := c.Unlink(ctx, client.RootIno, "f0000"); !errors.Is(err, syscall.EROFS) {

@@ -84,7 +84,7 @@ func (r *fsckReport) addScrub(sr *store.ScrubReport) {
 			paths = []string{}
 		}
 		r.Problems = append(r.Problems, fsckProblem{Kind: "data", Message: b.Err.Error(),
-			Block: &fsckBadBlock{Ino: b.Ino, Offset: b.Offset, Bytenr: b.Bytenr, Paths: paths}})
+			Block: &fsckBadBlock{Ino: uint64(b.Ino), Offset: b.Offset, Bytenr: b.Bytenr, Paths: paths}})
 	}
 	if cut := sr.BadCount - len(sr.Bad); cut > 0 {
 		r.problem("data", fmt.Sprintf("... and %d more bad blocks", cut))

@@ -99,8 +99,9 @@ func (d *Device) CrashAt(seq uint64, p CrashPolicy) *Device {
 // newer wins, and returns img.
 func applyPolicy(img image, pending []Write, p CrashPolicy) image {
 	if p.Tear != nil {
-		assert.Thatf(p.Tear.Index >= 0 && p.Tear.Index < len(pending),
-			"memdev: Tear.Index %d, but %d unflushed writes", p.Tear.Index, len(pending))
+		if !(p.Tear.Index >= 0 && p.Tear.Index < len(pending)) {
+			assert.Failf("memdev: Tear.Index %d, but %d unflushed writes", p.Tear.Index, len(pending))
+		}
 	}
 	for i, w := range pending {
 		switch {

@@ -46,7 +46,9 @@ type Device struct {
 // New returns an empty (zero-filled) device of size bytes. size must be a
 // positive multiple of dev.SectorSize.
 func New(size int64) *Device {
-	assert.Thatf(size > 0 && size%dev.SectorSize == 0, "memdev: size %d is not a positive multiple of %d", size, dev.SectorSize)
+	if !(size > 0 && size%dev.SectorSize == 0) {
+		assert.Failf("memdev: size %d is not a positive multiple of %d", size, dev.SectorSize)
+	}
 	return newFromImage(size, make(image))
 }
 

@@ -37,8 +37,9 @@ func (d *Device) ClearErrors() {
 }
 
 func (d *Device) arm(kind OpKind, n int, every bool, err error) {
-	assert.Thatf(kind >= OpRead && kind < opKindCount && n >= 1 && err != nil,
-		"memdev: bad fault: kind %v, n %d, err %v", kind, n, err)
+	if !(kind >= OpRead && kind < opKindCount && n >= 1 && err != nil) {
+		assert.Failf("memdev: bad fault: kind %v, n %d, err %v", kind, n, err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.faults = append(d.faults, fault{kind: kind, at: d.counts[kind] + n, every: every, err: err})

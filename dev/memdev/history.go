@@ -118,7 +118,9 @@ func (d *Device) ForgetHistory() {
 // writes at that point. Failed operations change nothing (Invariant 4).
 // d.mu is held.
 func (d *Device) stateAt(seq uint64) (image, []Write) {
-	assert.Thatf(seq >= d.origin.seq && seq <= d.seq, "memdev: Seq %d outside the recorded history [%d, %d]", seq, d.origin.seq, d.seq)
+	if !(seq >= d.origin.seq && seq <= d.seq) {
+		assert.Failf("memdev: Seq %d outside the recorded history [%d, %d]", seq, d.origin.seq, d.seq)
+	}
 	durable := d.origin.durable.clone()
 	pending := append([]Write(nil), d.origin.pending...)
 	for _, r := range d.history {
@@ -151,7 +153,9 @@ func (d *Device) next() uint64 {
 // checking that Seq only grows (Invariant 2). d.mu is held.
 func (d *Device) record(op Op, data []byte) {
 	n := len(d.history)
-	assert.Thatf((n == 0 || d.history[n-1].Seq < op.Seq) && op.Seq > d.origin.seq, "memdev: Seq %d recorded out of order", op.Seq)
+	if !((n == 0 || d.history[n-1].Seq < op.Seq) && op.Seq > d.origin.seq) {
+		assert.Failf("memdev: Seq %d recorded out of order", op.Seq)
+	}
 	d.history = append(d.history, record{Op: op, data: data})
 }
 
@@ -159,7 +163,9 @@ func (d *Device) record(op Op, data []byte) {
 // that Seq only grows (Invariant 2). d.mu is held.
 func (d *Device) appendPending(w Write) {
 	if n := len(d.pending); n > 0 {
-		assert.Thatf(d.pending[n-1].Seq < w.Seq, "memdev: unflushed write Seq %d after Seq %d", w.Seq, d.pending[n-1].Seq)
+		if d.pending[n-1].Seq >= w.Seq {
+			assert.Failf("memdev: unflushed write Seq %d after Seq %d", w.Seq, d.pending[n-1].Seq)
+		}
 	}
 	d.pending = append(d.pending, w)
 }

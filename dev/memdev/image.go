@@ -33,7 +33,9 @@ func (m image) read(off int64, b []byte) {
 // write stores data at off. data becomes part of the image: the caller hands
 // over a private copy and never modifies it again.
 func (m image) write(off int64, data []byte) {
-	assert.Thatf(off%dev.SectorSize == 0 && len(data)%dev.SectorSize == 0, "memdev: image write of %d bytes at %d not sector-aligned", len(data), off)
+	if !(off%dev.SectorSize == 0 && len(data)%dev.SectorSize == 0) {
+		assert.Failf("memdev: image write of %d bytes at %d not sector-aligned", len(data), off)
+	}
 	for i := 0; i < len(data); i += dev.SectorSize {
 		m[(off+int64(i))/dev.SectorSize] = data[i : i+dev.SectorSize : i+dev.SectorSize]
 	}
@@ -44,7 +46,9 @@ func (m image) write(off int64, data []byte) {
 // and persist[j]. Every other byte keeps its old value, so a piece is all old
 // or all new and nothing outside [off, off+len(data)) changes (Invariant 5).
 func (m image) writeTorn(off int64, data []byte, persist []bool) {
-	assert.Thatf(off%dev.SectorSize == 0 && len(data)%dev.SectorSize == 0, "memdev: torn write of %d bytes at %d not sector-aligned", len(data), off)
+	if !(off%dev.SectorSize == 0 && len(data)%dev.SectorSize == 0) {
+		assert.Failf("memdev: torn write of %d bytes at %d not sector-aligned", len(data), off)
+	}
 	const piecesPerSector = dev.SectorSize / dev.TornSize
 	for i := 0; i < len(data); i += dev.SectorSize {
 		index := (off + int64(i)) / dev.SectorSize

@@ -33,7 +33,9 @@ func transfer(op string, sys func(fd int, p []byte, off int64) (int, error), fd 
 		case err != nil:
 			return mediumError(op, off, err)
 		}
-		assert.Thatf(n >= 0 && n <= len(b), "sysdev: %s of %d bytes returned %d", op, len(b), n)
+		if !(n >= 0 && n <= len(b)) {
+			assert.Failf("sysdev: %s of %d bytes returned %d", op, len(b), n)
+		}
 		switch {
 		case n == 0 && op == "read":
 			return fmt.Errorf("%w: read at offset %d: end of file: %w", ErrTruncated, off, dev.MediumError(op, off, unix.EIO))

@@ -51,7 +51,7 @@ func (d *Device) work() {
 		case jobFlush:
 			j.io.Err = flush(d.sys.fdatasync, d.fd)
 		default:
-			assert.Thatf(false, "sysdev: unknown job kind %d", j.kind)
+			assert.Failf("sysdev: unknown job kind %d", j.kind)
 		}
 		j.done.Done()
 	}
