@@ -52,21 +52,27 @@ type boundSpan struct {
 // SetSpanBinding turns span binding on or off and returns a function that
 // restores the previous state. While on, a sweeper forgets ended spans
 // after spanKeep.
+//
+// restore returns once the sweeper has forgotten every span: were it to
+// finish later, it could drop the spans a binding turned on again after
+// restore had bound meanwhile.
 func SetSpanBinding(on bool) (restore func()) {
 	was := bindingOn.Swap(on)
-	stop := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	if on && !was {
-		go sweepSpans(stop)
+		go sweepSpans(stop, done)
 	}
 	return func() {
 		bindingOn.Store(was)
 		if on && !was {
 			close(stop)
+			<-done
 		}
 	}
 }
 
-func sweepSpans(stop <-chan struct{}) {
+func sweepSpans(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
