@@ -97,8 +97,9 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 				return nil
 			}
 		}
+		ctx, rt := c.startRequest(req, f.Trace)
 		c.workers.Add(1)
-		go c.run(f.ID, f.Trace, req, buf, limits, charge)
+		go c.run(ctx, rt, f.ID, req, buf, limits, charge)
 	}
 }
 
