@@ -103,9 +103,20 @@ func spanName(op proto.Op) string {
 }
 
 // run serves one request on its own goroutine, under the context and span
-// startRequest made, and hands its response to the writer. reqBuf holds the request's frame (a write's data aliases it).
+// startRequest made, and hands its response to the writer. reqBuf holds
+// the request's frame (a write's data aliases it).
 func (c *conn) run(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
 	defer c.workers.Done()
+	reply, out, err := c.serveRequest(ctx, rt, req, limits)
+	proto.PutBuffer(reqBuf)
+	c.respond(id, req.Op(), out, reply, err, charge)
+}
+
+// serveRequest runs req on the store, on the calling goroutine (a
+// request's worker, or the reader for a request that runs inline), and
+// ends its span. out, when not nil, is the buffer its response is to be
+// encoded into (responseBuffer).
+func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Request, limits proto.Limits) (proto.Reply, *[]byte, error) {
 	binding := rt.bind()
 	if h := c.s.testHook; h != nil {
 		h(ctx, req)
@@ -123,13 +134,12 @@ func (c *conn) run(ctx context.Context, rt requestTrace, id uint64, req proto.Re
 	}
 	binding.Unbind()
 	rt.end(reply, err)
-	proto.PutBuffer(reqBuf)
 	if out == nil {
 		// Taken at its largest (a readdir's entries), so that encoding
 		// never grows it.
 		out = proto.GetBuffer(replySizeMax(req, limits))
 	}
-	c.respond(id, req.Op(), out, reply, err, charge)
+	return reply, out, err
 }
 
 // emptyReply is the reply of the ops that answer only their status. It is
