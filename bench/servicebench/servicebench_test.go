@@ -128,7 +128,7 @@ func TestConfig_Validate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []Config{
-		{Size: 1 << 30}, // no device
+		{Size: 1 << 30},                  // no device
 		{File: "dev.img", Size: 1 << 30}, // no server process, not in process
 		{Memdev: true, Size: 1 << 30, Ops: []string{"delete"}},
 		{Memdev: true, Size: 1 << 30, Systems: []string{"nfs"}},
