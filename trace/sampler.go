@@ -28,8 +28,8 @@ import (
 // the requests of clients that send no traceparent — bulk traffic nobody
 // asked to trace — are sampled 1 in 100: enough to see their latencies in
 // Jaeger, at a cost within 5 % of untraced throughput (docs/BENCHMARKS.md,
-// "Tracing cost"), where keeping every request costs about half of it and
-// floods the collector with spans nobody reads.
+// "Tracing cost"), where keeping every request costs more than half of it
+// and floods the collector with spans nobody reads.
 type Sampling struct {
 	// Name is the sampler: one of SamplerNames.
 	Name string

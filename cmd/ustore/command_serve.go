@@ -243,7 +243,7 @@ log, so without the files fsynced after it (a warning says so).
 	f.DurationVar(&commitInterval, "commit-interval", 5*time.Second, "periodic transaction commit interval")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for the requests under way")
 	f.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces, such as localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, or none)")
-	f.Float64Var(&sampleRatio, "trace-sample-ratio", trace.DefaultSampleRatio, "fraction of new traces (requests without a traceparent) whose spans are exported; a traced client's requests follow its decision (default: $OTEL_TRACES_SAMPLER and _ARG, or 0.01)")
+	f.Float64Var(&sampleRatio, "trace-sample-ratio", trace.DefaultSampleRatio, "fraction of new traces (requests without a traceparent) whose spans are exported; a traced client's requests follow its decision; without the flag $OTEL_TRACES_SAMPLER and _ARG decide")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, mutex) under /debug/pprof/ on --metrics-addr")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
