@@ -17,25 +17,32 @@ import (
 
 // conn is one client connection.
 //
-// Goroutines: serve (the reader: handshake, then one frame at a time),
-// writeLoop (the only writer of nc after the handshake), and one worker per
-// request in flight. Who touches what:
+// Goroutines: serve (the reader: handshake, then one frame at a time; it
+// also serves the requests that run inline, conn_inline.go, and writes
+// their responses), writeLoop (the writer of the workers' responses), and
+// one worker per other request in flight. Who touches what:
 //   - slots: the reader takes a token before it reads a frame; the writer
 //     gives it back once the frame's response is written. len(slots) is
-//     the number of requests read and not yet answered.
+//     the number of requests read and not yet answered. An inline
+//     request's slot is given back by the reader once it wrote the
+//     response.
 //   - the server's budget: the reader takes each request's bytes
 //     (conn_read.go); the writer gives them back with the slot. A
 //     response carries its request's charge.
+//   - bw, broken and nc's write deadline: under wmu, taken by the writer
+//     for each response and by the reader for each inline one.
 //   - out: workers send their responses (each holds a slot); the reader
-//     sends ENOSYS and EINVAL responses (holding a slot) and, after every
-//     worker has ended, the connection's last frame; then it closes out.
+//     writes its ENOSYS and EINVAL answers itself, as it does inline
+//     responses, and sends, after every worker has ended, the
+//     connection's last frame; then it closes out.
 //     cap(out) is in-flight max + 1, so no send ever blocks.
 //   - inflight: the ids read and not yet answered, under mu. The reader
-//     adds, the writer removes just before writing the response (so that
-//     a client reusing an id after reading its response is never refused).
+//     adds, whoever writes the response removes just before writing it
+//     (so that a client reusing an id after reading its response is
+//     never refused).
 //   - nc's read deadline: the reader's (idle, frame), and stop's (now),
 //     which the reader never overrides: it checks stopping after it sets
-//     one. The write deadline: the writer's alone.
+//     one. The write deadline: whoever holds wmu.
 //   - ctx: the requests' context; cancelled when the peer is gone (a read
 //     or write error) or the server forces its shutdown. Cancelling it
 //     closes nc.
@@ -54,6 +61,12 @@ type conn struct {
 	slots   chan struct{}
 	out     chan response
 	workers sync.WaitGroup
+
+	wmu    sync.Mutex // bw, broken, nc's write deadline
+	broken bool       // a write failed: nothing more is written
+	// unflushed is the reader's own: an inline response it wrote and did
+	// not flush, because another whole frame was already buffered.
+	unflushed bool
 
 	mu       sync.Mutex
 	inflight map[uint64]struct{}

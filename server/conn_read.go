@@ -35,6 +35,7 @@ var (
 // shutdown.
 func (c *conn) readLoop(limits proto.Limits) *response {
 	for {
+		c.flushBeforeWait()
 		if c.stopping.Load() {
 			// Before the select, which could pick a free slot over a
 			// closed stopCh.
@@ -64,7 +65,7 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 				c.s.budget.release(charge)
 				return c.lastFrame(0, 0, proto.StatusBadMessage, fmt.Sprintf("request id %d is already in flight", f.ID))
 			}
-			c.respond(f.ID, f.Op, nil, nil, err, charge)
+			c.answer(c.encode(f.ID, f.Op, nil, nil, err, charge))
 			continue
 		case err != nil:
 			proto.PutBuffer(buf)
@@ -97,8 +98,13 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 				return nil
 			}
 		}
+		ctx, rt := c.startRequest(req, f.Trace)
+		if runsInline(req) {
+			c.runInline(ctx, rt, f.ID, req, buf, limits, charge)
+			continue
+		}
 		c.workers.Add(1)
-		go c.run(f.ID, f.Trace, req, buf, limits, charge)
+		go c.run(ctx, rt, f.ID, req, buf, limits, charge)
 	}
 }
 

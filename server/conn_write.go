@@ -27,6 +27,12 @@ func (c *conn) lastFrame(id uint64, op proto.Op, s proto.Status, msg string) *re
 // to the writer; the caller holds the request's slot and charge, which
 // the writer gives back.
 func (c *conn) respond(id uint64, op proto.Op, out *[]byte, reply proto.Reply, err error, charge int64) {
+	c.out <- c.encode(id, op, out, reply, err, charge)
+}
+
+// encode encodes the response to request id into out (a new small buffer
+// if nil), as the writer takes it: with its slot and charge.
+func (c *conn) encode(id uint64, op proto.Op, out *[]byte, reply proto.Reply, err error, charge int64) response {
 	if out == nil {
 		out = proto.GetBuffer(0)
 	}
@@ -35,7 +41,7 @@ func (c *conn) respond(id uint64, op proto.Op, out *[]byte, reply proto.Reply, e
 	// Sized by replySizeMax, a response never grows its buffer: the
 	// charge covers what it holds.
 	assert.That(cap(*out) == room && int64(room) <= charge, "server: a response outgrew its charged buffer")
-	c.out <- response{buf: out, id: id, slot: true, charge: charge}
+	return response{buf: out, id: id, slot: true, charge: charge}
 }
 
 // writeLoop writes responses until out is closed, flushing when no other
@@ -45,35 +51,67 @@ func (c *conn) respond(id uint64, op proto.Op, out *[]byte, reply proto.Reply, e
 // worker ever blocks, and cancels the connection's context: the peer is
 // gone.
 func (c *conn) writeLoop() {
-	broken := false
 	for r := range c.out {
-		if r.id != 0 {
-			c.mu.Lock()
-			_, ok := c.inflight[r.id]
-			delete(c.inflight, r.id)
-			c.mu.Unlock()
-			assert.That(ok, "server: a response for a request id not in flight")
-		}
-		if !broken {
-			c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-			_, err := c.bw.Write(*r.buf)
-			if err == nil && len(c.out) == 0 {
-				err = c.bw.Flush()
-			}
-			if err != nil {
-				broken = true
-				c.log.Debug("write failed; dropping the responses still to come", "err", err)
-				c.cancel()
-			}
-		}
-		proto.PutBuffer(r.buf)
-		c.s.budget.release(r.charge)
-		if r.slot {
-			<-c.slots
-		}
+		c.wmu.Lock()
+		c.writeLocked(r, len(c.out) == 0)
+		c.wmu.Unlock()
+		c.release(r)
 	}
-	if !broken {
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-		c.bw.Flush()
+	c.wmu.Lock()
+	c.flushLocked()
+	c.wmu.Unlock()
+}
+
+// writeLocked writes r into the connection's buffered writer, and flushes
+// it when flush is set; the caller holds wmu. r's id leaves inflight just
+// before, so that a client reusing an id after reading its response is
+// never refused. After a write error nothing more is written (broken).
+func (c *conn) writeLocked(r response, flush bool) {
+	if r.id != 0 {
+		c.mu.Lock()
+		_, ok := c.inflight[r.id]
+		delete(c.inflight, r.id)
+		c.mu.Unlock()
+		assert.That(ok, "server: a response for a request id not in flight")
+	}
+	if c.broken {
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	_, err := c.bw.Write(*r.buf)
+	if err == nil && flush {
+		err = c.bw.Flush()
+	}
+	c.writeFailed(err)
+}
+
+// flushLocked writes out what the buffered writer holds; the caller holds
+// wmu.
+func (c *conn) flushLocked() {
+	if c.broken || c.bw.Buffered() == 0 {
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	c.writeFailed(c.bw.Flush())
+}
+
+// writeFailed marks the connection broken after a write error (not nil):
+// the peer is gone, or did not read within WriteTimeout.
+func (c *conn) writeFailed(err error) {
+	if err == nil {
+		return
+	}
+	c.broken = true
+	c.log.Debug("write failed; dropping the responses still to come", "err", err)
+	c.cancel()
+}
+
+// release gives back what a written (or dropped) response held: its
+// buffer, its budget charge, its slot.
+func (c *conn) release(r response) {
+	proto.PutBuffer(r.buf)
+	c.s.budget.release(r.charge)
+	if r.slot {
+		<-c.slots
 	}
 }

@@ -29,27 +29,49 @@ func Traceparent(ctx context.Context) string {
 // startRequest makes a request's context: the connection's (cancelled when
 // the peer is gone or a shutdown is forced) with the frame's traceparent.
 // It is the tracing seam: the request's span ("ustore.<op>") starts here,
-// and end, called with the request's outcome, ends it.
-func (c *conn) startRequest(req proto.Request, tp proto.Traceparent) (ctx context.Context, end func(proto.Reply, error)) {
+// and requestTrace.end, called with the request's outcome, ends it.
+//
+// The reader calls it, before it hands the request on: the sampler's
+// decision and the SDK's span start then run on the reader's stack, which
+// has long grown, instead of near the top of the request goroutine's new
+// 2 KiB stack, where they made the runtime copy that stack on every request
+// (runtime.newstack was 19–36 % of the server's CPU at 1 % sampling,
+// docs/BENCHMARKS.md "Tracing cost"). The span's time therefore includes
+// the hand-off to the request's goroutine, which the client waits for too.
+func (c *conn) startRequest(req proto.Request, tp proto.Traceparent) (context.Context, requestTrace) {
 	op := req.Op()
-	ctx = c.ctx
+	ctx := c.ctx
 	if !tp.IsZero() {
 		s := tp.String()
 		ctx = context.WithValue(ctx, traceparentKey{}, s)
 		ctx = trace.ContextWithRemoteParent(ctx, s)
 	}
-	start := time.Now()
-	ctx, span := trace.Start(ctx, spanName(op), trace.Op(op.String()))
-	if span.IsRecording() {
-		setRequestAttrs(span, req)
+	rt := requestTrace{op: op, start: time.Now()}
+	ctx, rt.span = trace.Start(ctx, spanName(op), trace.Op(op.String()))
+	if rt.span.IsRecording() {
+		setRequestAttrs(rt.span, req)
 	}
-	binding := span.Bind() // lock waits of this goroutine name the span (eBPF)
-	return ctx, func(reply proto.Reply, err error) {
-		binding.Unbind()
-		endRequestSpan(span, reply, err)
-		span.End()
-		trace.RecordRequest(op.String(), requestStatus(err), time.Since(start))
-	}
+	return ctx, rt
+}
+
+// requestTrace is a request's span and the start of its latency.
+type requestTrace struct {
+	op    proto.Op
+	start time.Time
+	span  trace.Span
+}
+
+// bind binds the span to the calling goroutine, the one that serves the
+// request, so that its lock waits name the span (eBPF); unbind it before
+// end.
+func (rt requestTrace) bind() trace.Binding { return rt.span.Bind() }
+
+// end records the request's outcome on its span, ends it, and records its
+// latency.
+func (rt requestTrace) end(reply proto.Reply, err error) {
+	endRequestSpan(rt.span, reply, err)
+	rt.span.End()
+	trace.RecordRequest(rt.op.String(), requestStatus(err), time.Since(rt.start))
 }
 
 // requestStatus is a request's status label on /metrics: "ok", or the
@@ -80,11 +102,22 @@ func spanName(op proto.Op) string {
 	return "ustore.unknown"
 }
 
-// run serves one request on its own goroutine and hands its response to
-// the writer. reqBuf holds the request's frame (a write's data aliases it).
-func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
+// run serves one request on its own goroutine, under the context and span
+// startRequest made, and hands its response to the writer. reqBuf holds
+// the request's frame (a write's data aliases it).
+func (c *conn) run(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
 	defer c.workers.Done()
-	ctx, end := c.startRequest(req, tp)
+	reply, out, err := c.serveRequest(ctx, rt, req, limits)
+	proto.PutBuffer(reqBuf)
+	c.respond(id, req.Op(), out, reply, err, charge)
+}
+
+// serveRequest runs req on the store, on the calling goroutine (a
+// request's worker, or the reader for a request that runs inline), and
+// ends its span. out, when not nil, is the buffer its response is to be
+// encoded into (responseBuffer).
+func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Request, limits proto.Limits) (proto.Reply, *[]byte, error) {
+	binding := rt.bind()
 	if h := c.s.testHook; h != nil {
 		h(ctx, req)
 	}
@@ -99,14 +132,14 @@ func (c *conn) run(id uint64, tp proto.Traceparent, req proto.Request, reqBuf *[
 	if err == nil {
 		reply, out, err = c.s.dispatch(ctx, req, limits)
 	}
-	end(reply, err)
-	proto.PutBuffer(reqBuf)
+	binding.Unbind()
+	rt.end(reply, err)
 	if out == nil {
 		// Taken at its largest (a readdir's entries), so that encoding
 		// never grows it.
 		out = proto.GetBuffer(replySizeMax(req, limits))
 	}
-	c.respond(id, req.Op(), out, reply, err, charge)
+	return reply, out, err
 }
 
 // emptyReply is the reply of the ops that answer only their status. It is

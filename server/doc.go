@@ -16,7 +16,8 @@
 // created), peer_cred.go (SO_PEERCRED, SO_PEERGROUPS, the allow-list),
 // admit.go (who gets a connection slot: per-uid limit, slots reserved for
 // admins), conn.go (a connection and its handshake), conn_read.go (the
-// reader: deadlines, the budget), conn_write.go (the writer), budget.go
+// reader: deadlines, the budget), conn_inline.go (the requests the reader
+// serves itself), conn_write.go (the writer), budget.go
 // (bytes in flight), mem_release.go (memory handed back after a burst),
 // log_limit.go (rate-limited peer logs), dispatch.go (a request → a store
 // call → a reply), limits.go (every bound and why), errors.go. Frame
@@ -30,6 +31,10 @@
 //	            │ one frame at a time      one per request       (cap = in-flight max + 1)
 //	            │ (waits for a slot:       ≤ in-flight max        │
 //	            │  stops reading)                                 └─(frame written: give the slot back)
+//	            │
+//	            └─ stat, lookup, statfs, a buffered write of whole blocks: served on
+//	               the reader, its response written from there (under the writer's
+//	               mutex), its slot given back then (conn_inline.go)
 //
 // The reader takes a slot before it reads a frame, so a connection never
 // holds more than in-flight max requests and in-flight max worker
@@ -40,7 +45,10 @@
 // written, so that the slot covers the response's memory too. Because every
 // sender to out holds a slot (or is the reader sending the last,
 // connection-level frame after every worker has ended), out never fills and
-// no sender ever blocks on it.
+// no sender ever blocks on it. A request the reader serves inline holds its
+// slot and charge as a worker's does, and gives them back once it wrote the
+// response; meanwhile the reader reads nothing, so the bounds hold as
+// before and the connection's requests wait as they would for a slot.
 //
 // The server never answers a request StatusBusy: a request past the bound
 // is not even read until a slot is free. (EBUSY is a hello reply's: a uid
@@ -53,7 +61,8 @@
 //
 //	InflightBytesMax                       request and response buffers (default 256 MiB)
 //	+ connections × ~136 KiB               bufio reader and writer, a last frame
-//	+ requests in flight × a goroutine     (≤ InflightBytesMax / 8 KiB of them)
+//	+ requests on workers × a goroutine    (≤ InflightBytesMax / 8 KiB of them;
+//	                                         inline requests use the reader's)
 //
 // The 1 MiB response to a read takes its share before it is allocated;
 // buffers go back to size-class pools (proto/buffers.go) that the garbage

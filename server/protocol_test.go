@@ -166,10 +166,12 @@ func TestServer_UnknownOp_ConnectionGoesOn(t *testing.T) {
 // own id, and a reused id while in flight is a protocol error.
 func TestServer_Pipelining_OutOfOrder(t *testing.T) {
 	st, _ := newTestStore(t)
-	g := newGate(1, func(r proto.Request) bool { s, ok := r.(*proto.Stat); return ok && s.Ino == 1<<40 })
+	// A read runs on a worker (a stat would run on the reader, and hold
+	// it: conn_inline.go).
+	g := newGate(1, func(r proto.Request) bool { s, ok := r.(*proto.Read); return ok && s.Ino == 1<<40 })
 	ts := startServer(t, st, Options{}, g.hook)
 	rc, _ := handshake(t, ts.sock)
-	rc.write(request(t, 100, &proto.Stat{Ino: 1 << 40}))
+	rc.write(request(t, 100, &proto.Read{Ino: 1 << 40, Len: 1}))
 	g.wait(t, 1)
 	for id := uint64(1); id <= 20; id++ {
 		rc.write(request(t, id, &proto.Stat{Ino: client.RootIno}))
@@ -281,8 +283,9 @@ func TestServer_Backpressure_StopsReading(t *testing.T) {
 	if limits.InflightMax != 4 {
 		t.Fatalf("limits %+v", limits)
 	}
+	// Readdirs run on workers, so that the gate holds four at once.
 	for id := uint64(1); id <= 10; id++ {
-		rc.write(request(t, id, &proto.Stat{Ino: client.RootIno}))
+		rc.write(request(t, id, &proto.ReadDir{Dir: client.RootIno, Max: 1}))
 	}
 	g.wait(t, 4)
 	select {

@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"ustore/client"
 	"ustore/proto"
@@ -115,5 +117,55 @@ func TestIsAnswer_Statuses(t *testing.T) {
 		if !isAnswer(s) {
 			t.Errorf("%v is a failure, want an answer", s)
 		}
+	}
+}
+
+// TestServer_RequestSpan_Unsampled: with the server's default sampler at
+// ratio 0, a request without a traceparent runs under no recording span
+// (the hook sees none, the recorder gets none), and neither does one under
+// a client's unsampled span; a request under a client's sampled span is
+// kept whatever the ratio, as the child of the client's span.
+func TestServer_RequestSpan_Unsampled(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp, use := trace.NewTracerProvider(trace.Sampling{Name: trace.SamplerParentBasedTraceIDRatio, Ratio: 0},
+		sdktrace.WithSpanProcessor(rec))
+	defer use()()
+	defer tp.Shutdown(context.Background())
+
+	var mu sync.Mutex
+	recording := map[proto.Op]bool{}
+	st, _ := newTestStore(t)
+	ts := startServer(t, st, Options{}, func(ctx context.Context, req proto.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		recording[req.Op()] = trace.SpanFromContext(ctx).IsRecording()
+	})
+	c := dial(t, ts.sock)
+	ctx := context.Background()
+	a, err := c.Create(ctx, client.RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := oteltrace.NewSpanContext(oteltrace.SpanContextConfig{
+		TraceID: oteltrace.TraceID{0xa1}, SpanID: oteltrace.SpanID{0xb2}, Remote: true,
+	})
+	if _, err := c.Write(oteltrace.ContextWithSpanContext(ctx, sc), a.Ino, 0, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Started()); n != 0 {
+		t.Fatalf("%d spans recorded for unsampled requests", n)
+	}
+	sampled := oteltrace.ContextWithSpanContext(ctx, sc.WithTraceFlags(oteltrace.FlagsSampled))
+	if _, err := c.Stat(sampled, a.Ino); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if recording[proto.OpCreate] || recording[proto.OpWrite] || !recording[proto.OpStat] {
+		t.Errorf("recording spans by op: %v, want only stat's", recording)
+	}
+	mu.Unlock()
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != "ustore.stat" || spans[0].Parent().SpanID() != sc.SpanID() {
+		t.Fatalf("recorded %d spans, want the one ustore.stat under the client's span", len(spans))
 	}
 }

@@ -25,6 +25,13 @@
 // attribute (BenchmarkStart_Off), which a hot path can skip by testing
 // Enabled.
 //
+// # Sampling
+//
+// Setup's sampler (sampler.go) comes from Config.SampleRatio (serve's
+// --trace-sample-ratio), else OTEL_TRACES_SAMPLER and its argument, else
+// DefaultSampling: parentbased_traceidratio at 1 %, for the reasons
+// Sampling gives.
+//
 // # Histograms
 //
 // Every histogram has power-of-two boundaries (DurationBounds: 2^8 to 2^35
@@ -103,6 +110,12 @@
 //     goroutines see 0 (TestSpan_Bind_CurrentSpanKey). AddLockWait puts a
 //     wait on a live bound span as an event, on an ended one as a child
 //     span (TestAddLockWait_LiveThenEnded).
+//  10. With a provider from NewTracerProvider (Setup's), Start decides as the
+//     SDK's sampler would (TestDecider_Decide_MatchesSDK), before calling
+//     it: a dropped span allocates nothing under an unsampled parent and
+//     at most its unsampled span context for a new trace, and the spans
+//     started under a dropped one are dropped with it
+//     (TestStart_Unsampled_Cheap, TestStart_Unsampled_NoRecordingSpan).
 //
 // # Span binding
 //

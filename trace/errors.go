@@ -11,4 +11,7 @@ var (
 	ErrUnsupportedProtocol = errors.New("trace: unsupported OTLP protocol")
 	// ErrBadEndpoint: Config.Endpoint is neither host:port nor an http(s) URL.
 	ErrBadEndpoint = errors.New("trace: bad OTLP endpoint")
+	// ErrBadSampler: --trace-sample-ratio, OTEL_TRACES_SAMPLER or
+	// OTEL_TRACES_SAMPLER_ARG names no sampler this package has.
+	ErrBadSampler = errors.New("trace: bad sampler")
 )

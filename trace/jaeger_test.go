@@ -27,7 +27,10 @@ func TestSetup_Jaeger_SpanTree(t *testing.T) {
 	ctx := context.Background()
 	shutdown, err := trace.Setup(ctx, trace.Config{
 		Endpoint: j.OTLPEndpoint(),
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The client's root span is made here: keep it whatever the
+		// default ratio.
+		DefaultSampling: trace.SampleAll,
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,17 @@ type Config struct {
 	// (used as it is) or OTEL_EXPORTER_OTLP_ENDPOINT (the same two forms)
 	// decide; when neither is set either, tracing is off.
 	Endpoint string
+	// SampleRatio, when not nil, is the fraction of new traces kept, with
+	// the parent's decision followed (parentbased_traceidratio; flag
+	// --trace-sample-ratio). It wins over OTEL_TRACES_SAMPLER and
+	// OTEL_TRACES_SAMPLER_ARG, which decide when it is nil; with neither,
+	// DefaultSampling does (sampler.go says why).
+	SampleRatio *float64
+	// DefaultSampling, when its Name is set, replaces DefaultSampling as
+	// the sampler when neither SampleRatio nor the environment names one:
+	// a client command, whose one trace was asked for, keeps it
+	// (SampleAll).
+	DefaultSampling Sampling
 	// ServiceName is the resource's service.name; "" means "ustore".
 	// OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES)
 	// overrides it, as the OpenTelemetry specification asks.
@@ -99,6 +110,9 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	if cfg.Profiling && cfg.MetricsAddr == "" {
 		return nil, ErrProfilingWithoutMetrics
 	}
+	if r := cfg.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		return nil, fmt.Errorf("%w: --trace-sample-ratio %v (want 0 to 1)", ErrBadSampler, *r)
+	}
 	if !active.CompareAndSwap(false, true) {
 		return nil, ErrAlreadySetUp
 	}
@@ -157,13 +171,16 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 		return nil, err
 	}
 	if target.URL != "" {
+		if target.Sampling, err = samplingFrom(cfg.SampleRatio, cfg.DefaultSampling); err != nil {
+			return nil, err
+		}
 		stop, err := startTracing(ctx, target, res)
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, stop)
 		log.Info("trace: exporting spans over OTLP/HTTP", "endpoint", target.URL, "source", target.Source,
-			"service", serviceName(res))
+			"service", serviceName(res), "sampler", target.Sampling.String(), "sampler_source", target.Sampling.Source)
 	} else {
 		log.Info("trace: tracing off", "why", off)
 	}
@@ -190,6 +207,8 @@ type exportTarget struct {
 	// Source names what gave it: "--otlp-endpoint" (Config.Endpoint),
 	// "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" or "OTEL_EXPORTER_OTLP_ENDPOINT".
 	Source string
+	// Sampling is the sampler the spans are kept by.
+	Sampling Sampling
 }
 
 // The environment variables naming the collector, most specific first.
@@ -271,6 +290,16 @@ func Exporting() (url, source string) {
 	return "", ""
 }
 
+// ExportSampling returns the sampler in force while a Setup turned tracing
+// on, for a command's start-up log line; the zero Sampling while tracing
+// is off.
+func ExportSampling() Sampling {
+	if t := exporting.Load(); t != nil {
+		return t.Sampling
+	}
+	return Sampling{}
+}
+
 // startTracing builds the exporter and provider and makes Start use them.
 func startTracing(ctx context.Context, target exportTarget, res *resource.Resource) (func(context.Context) error, error) {
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
@@ -287,11 +316,11 @@ func startTracing(ctx context.Context, target exportTarget, res *resource.Resour
 	if err != nil {
 		return nil, fmt.Errorf("trace: OTLP exporter: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(
+	tp, use := NewTracerProvider(target.Sampling,
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
 	)
-	restore := UseTracerProvider(tp)
+	restore := use()
 	exporting.Store(&target)
 	// Other OpenTelemetry users in the process (libraries) see the same
 	// provider and propagate W3C trace context like ContextWithRemoteParent.

@@ -22,7 +22,8 @@ var quiet = slog.New(slog.DiscardHandler)
 func clearOTELEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_SDK_DISABLED",
-		"OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		"OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER",
+		"OTEL_TRACES_SAMPLER_ARG"} {
 		t.Setenv(k, "")
 	}
 }
@@ -296,7 +297,7 @@ func TestSetup_Endpoint_Forms(t *testing.T) {
 		mu.Lock()
 		paths = nil
 		mu.Unlock()
-		shutdown := mustSetup(t, Config{Endpoint: c.endpoint})
+		shutdown := mustSetup(t, Config{Endpoint: c.endpoint, DefaultSampling: SampleAll})
 		_, s := Start(context.Background(), "ustore.write")
 		s.End()
 		if err := shutdown(context.Background()); err != nil {

@@ -15,8 +15,13 @@ import (
 // instrumentationName names ustore's tracer and meter (the scope).
 const instrumentationName = "ustore"
 
-// tracerBox holds the tracer Start uses, so that it fits an atomic.Pointer.
-type tracerBox struct{ t oteltrace.Tracer }
+// tracerBox holds the tracer Start uses, so that it fits an atomic.Pointer,
+// and the sampling decision Start makes before the tracer when the
+// provider came from NewTracerProvider (nil: the provider decides alone).
+type tracerBox struct {
+	t oteltrace.Tracer
+	d *decider
+}
 
 // tracer is nil while tracing is off: Start then costs one atomic load.
 var tracer atomic.Pointer[tracerBox]
@@ -26,9 +31,13 @@ var tracer atomic.Pointer[tracerBox]
 // has been installed since. Setup calls it; tests of other packages call it
 // with an SDK provider and a tracetest.SpanRecorder to assert span shapes.
 func UseTracerProvider(tp oteltrace.TracerProvider) (restore func()) {
+	return useTracer(tp, nil)
+}
+
+func useTracer(tp oteltrace.TracerProvider, d *decider) (restore func()) {
 	var box *tracerBox
 	if tp != nil {
-		box = &tracerBox{t: tp.Tracer(instrumentationName)}
+		box = &tracerBox{t: tp.Tracer(instrumentationName), d: d}
 	}
 	old := tracer.Swap(box)
 	return func() { tracer.CompareAndSwap(box, old) }
@@ -50,7 +59,9 @@ type Span struct{ s oteltrace.Span }
 // "journal.commit", "logtree.sync_log", ...) as a child of ctx's span, and
 // returns a context carrying it. End it with Span.End. When tracing is off it
 // returns ctx itself and the zero Span, without allocating
-// (BenchmarkStart_Off).
+// (BenchmarkStart_Off). When the sampler drops the span, it returns the zero
+// Span too, and a context that carries the decision to the spans started
+// under it (see decider).
 func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, Span) {
 	box := tracer.Load()
 	if box == nil {
@@ -65,6 +76,12 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 // off. With the copy, only what the elements point at escapes, and those are
 // the callers' constants.
 func (b *tracerBox) start(ctx context.Context, name string, attrs []attribute.KeyValue) (context.Context, Span) {
+	if b.d != nil {
+		var drop bool
+		if ctx, drop = b.d.decide(ctx); drop {
+			return ctx, Span{}
+		}
+	}
 	if len(attrs) == 0 {
 		ctx, s := b.t.Start(ctx, name)
 		return ctx, Span{s}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"time"
 
@@ -27,8 +28,21 @@ type Config struct {
 	// File is the device file of the server the run starts: laid out
 	// (written in full) to Size, then formatted. Its contents are lost.
 	File string
+	// InProcess runs the run's server in this process, as a server.Server
+	// on a store.Store (the store reference needs it); otherwise the run
+	// starts it as a process of its own (ServerProcess) on File, as users
+	// run `ustore serve`.
+	InProcess bool
+	// ServerProcess returns the command that serves the formatted device
+	// file at socket (`ustore serve --device device --socket socket`).
+	// Needed unless Socket, InProcess or Memdev.
+	ServerProcess func(device, socket string) *exec.Cmd
+	// EchoProcess returns the command that serves the echo reference on
+	// socket in a process of its own (`ustore bench echo-server`); nil runs
+	// it in this process.
+	EchoProcess func(socket string) *exec.Cmd
 	// Memdev runs the server on an in-memory device of Size bytes instead
-	// of File.
+	// of File, in this process (as InProcess).
 	Memdev  bool
 	Size    int64
 	Backend devopen.Backend // of File; default auto
@@ -130,6 +144,9 @@ func (c Config) Validate() error {
 	if c.Socket == "" {
 		if !c.Memdev && c.File == "" {
 			return errors.New("no device: give a file, a memdev or an external server's socket")
+		}
+		if !c.Memdev && !c.InProcess && c.ServerProcess == nil {
+			return errNoProcess
 		}
 		// Every client's file, with room for the metadata and what
 		// writeback puts beside the old extents until a commit.

@@ -3,14 +3,18 @@
 // a Unix socket, and the server (server/) — measured beside two references
 // taken in the same run:
 //
-//	service  the op through client.Client to a real server.Server on a
-//	         store.Store (one it starts on a device file or a memdev, or an
-//	         external server given by its socket)
+//	service  the op through client.Client to a real server: by default
+//	         `ustore serve` in a process of its own on a device file
+//	         (Config.ServerProcess), as users run it; with InProcess or
+//	         Memdev a server.Server in this process; or an external
+//	         server given by its socket
 //	store    the same op called directly on the same store.Store, in
 //	         process: what the store itself costs
 //	echo     a plain Unix-socket echo server that reads a request of the
 //	         op's request-frame size and answers the op's response-frame
-//	         size: the floor a socket round trip sets
+//	         size: the floor a socket round trip sets; in a process of its
+//	         own beside the server's (Config.EchoProcess, `ustore bench
+//	         echo-server`), or in this process
 //
 // Ops (Config.Ops), in this order: "read" 4 KiB at a random block-aligned
 // offset of a file, "stat" of a file, "write" 4 KiB at a random offset
@@ -36,7 +40,13 @@
 // trips, AddedOverEcho what the service adds beyond the store's own time
 // ((service − store) / echo; the goal is at most 2).
 //
+// The store reference needs the store in this process, so it runs only
+// with the server in this process. Between two processes a request pays
+// thread wake-ups that one process hides (process.go), which is why the
+// server and the echo run as processes by default.
+//
 // Files, by concept: config.go (the configuration and its checks), run.go
-// (the setup: device, store, server, files; the cells), echo.go (the echo
-// server and client), report.go (results, ratios, the table).
+// (the setup: device, store, server, files; the cells), process.go (the
+// server and echo processes), echo.go (the echo server and client),
+// report.go (results, ratios, the table).
 package servicebench

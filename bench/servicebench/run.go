@@ -40,6 +40,9 @@ type bench struct {
 	srv    *server.Server
 	served chan error
 
+	proc     *process // the run's server as a process of its own
+	echoProc *process // the echo server as a process of its own
+
 	sock     string   // the server's socket
 	benchDir string   // the files' directory, with an external server
 	files    []uint64 // the files' inode numbers as the wire carries them
@@ -72,7 +75,7 @@ func Run(cfg Config) (rep *Report, err error) {
 	systems := slices.Clone(cfg.Systems)
 	if b.st == nil && slices.Contains(systems, "store") {
 		systems = slices.DeleteFunc(systems, func(s string) bool { return s == "store" })
-		rep.Notes = append(rep.Notes, "store: skipped (an external server: no store in this process)")
+		rep.Notes = append(rep.Notes, "store: skipped (the server is not in this process: no store here)")
 	}
 	cells := len(cfg.Ops) * len(cfg.Clients) * len(cfg.Depths) * len(systems)
 	cell := 0
@@ -129,7 +132,13 @@ func (b *bench) setup(rep *Report) error {
 	}
 	if slices.Contains(b.cfg.Systems, "echo") {
 		b.echoSock = filepath.Join(b.tmpDir, "echo.sock")
-		if b.echo, err = startEcho(b.echoSock); err != nil {
+		if b.cfg.EchoProcess != nil {
+			b.phase("starting the echo server process")
+			if b.echoProc, err = startProcess("the echo server", b.cfg.EchoProcess(b.echoSock), echoReady(b.echoSock)); err != nil {
+				return err
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("echo: a process of its own (pid %d)", b.echoProc.pid()))
+		} else if b.echo, err = startEcho(b.echoSock); err != nil {
 			return err
 		}
 	}
@@ -139,6 +148,9 @@ func (b *bench) setup(rep *Report) error {
 		rep.Device = "an external server"
 		rep.Socket = b.sock
 		return b.filesByClient(nfiles)
+	}
+	if !b.cfg.Memdev && !b.cfg.InProcess {
+		return b.setupProcess(rep, nfiles)
 	}
 	if b.cfg.Memdev {
 		b.mem = memdev.New(b.cfg.Size / dev.SectorSize * dev.SectorSize)
@@ -175,6 +187,44 @@ func (b *bench) setup(rep *Report) error {
 	b.served = make(chan error, 1)
 	go func() { b.served <- b.srv.Serve(context.Background()) }()
 	return b.filesInProcess(nfiles)
+}
+
+// setupProcess lays out and formats the device file, then starts the
+// server as a process of its own on it (ServerProcess) and writes each
+// client's file through a client.
+func (b *bench) setupProcess(rep *Report, nfiles int) error {
+	if dir := filepath.Dir(b.cfg.File); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if _, err := layout.File(b.cfg.File, b.cfg.Size, b.phase); err != nil {
+		return fmt.Errorf("lay out %s: %w", b.cfg.File, err)
+	}
+	d, choice, err := devopen.Open(b.cfg.File, devopen.Options{Backend: b.cfg.Backend, Logger: b.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	b.phase("formatting the device")
+	size := d.Size()
+	if err := errors.Join(store.Mkfs(d, store.MkfsOptions{}), d.Close()); err != nil {
+		return err
+	}
+	b.sock = filepath.Join(b.tmpDir, "ustore.sock")
+	b.phase("starting the server process")
+	b.proc, err = startProcess("the server", b.cfg.ServerProcess(b.cfg.File, b.sock), func() error {
+		c, err := b.dial()
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rep.Device = fmt.Sprintf("file %s, %d bytes laid out, formatted (backend %s here)", b.cfg.File, size, choice.Backend)
+	rep.Socket = fmt.Sprintf("a server in its own process (pid %d), on %s", b.proc.pid(), b.sock)
+	return b.filesByClient(nfiles)
 }
 
 // filesInProcess creates and writes each client's file on the store.
@@ -253,6 +303,14 @@ func (b *bench) close() error {
 	var errs []error
 	if b.echo != nil {
 		b.echo.close()
+	}
+	if b.echoProc != nil {
+		errs = append(errs, b.echoProc.stop())
+	}
+	if b.proc != nil {
+		// Its files go with its device.
+		b.benchDir = ""
+		errs = append(errs, b.proc.stop())
 	}
 	if b.srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

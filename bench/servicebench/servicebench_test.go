@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// TestRun_File runs a small matrix on a laid-out device file and checks the
-// figures add up.
+// TestRun_File runs a small matrix on a laid-out device file, with the
+// server in this process, and checks the figures add up.
 func TestRun_File(t *testing.T) {
 	var phases []string
 	cfg := Config{
-		File: filepath.Join(t.TempDir(), "dev.img"), Size: 96 << 20,
+		File: filepath.Join(t.TempDir(), "dev.img"), Size: 96 << 20, InProcess: true,
 		Clients: []int{1, 3}, Depths: []int{1, 4}, Duration: 50 * time.Millisecond, Warmup: 5 * time.Millisecond,
 		FileSize: 256 << 10,
 		Phase:    func(s string) { phases = append(phases, s) },
@@ -128,7 +128,8 @@ func TestConfig_Validate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []Config{
-		{Size: 1 << 30}, // no device
+		{Size: 1 << 30},                  // no device
+		{File: "dev.img", Size: 1 << 30}, // no server process, not in process
 		{Memdev: true, Size: 1 << 30, Ops: []string{"delete"}},
 		{Memdev: true, Size: 1 << 30, Systems: []string{"nfs"}},
 		{Memdev: true, Size: 1 << 30, Clients: []int{0}},

@@ -28,7 +28,7 @@ func newBenchCommand() *cobra.Command {
 			"bench/fsync-vs-peers.sh runs the fsync workloads on ustore, ext4, xfs and btrfs.",
 		Args: noArgs,
 	}
-	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand(), newBenchServiceCommand(),
+	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand(), newBenchServiceCommand(), newBenchEchoServerCommand(),
 		newBenchFsyncRandWriteCommand(), newBenchDirFsyncCommand(), newBenchCsumFsyncCommand(),
 		newBenchCommittedCheckCommand())
 	return c

@@ -52,7 +52,7 @@ func startCommandTrace(cmd *cobra.Command) (context.Context, func(error)) {
 	shutdown := func(context.Context) error { return nil }
 	if !trace.Enabled() { // else this process traces already (a test that set up its own)
 		var err error
-		shutdown, err = trace.Setup(ctx, trace.Config{ServiceName: cliServiceName, ShutdownTimeout: cliTraceFlushMax, Logger: log})
+		shutdown, err = trace.Setup(ctx, trace.Config{ServiceName: cliServiceName, DefaultSampling: trace.SampleAll, ShutdownTimeout: cliTraceFlushMax, Logger: log})
 		if err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "ustore: tracing off: %v\n", err)
 			return ctx, func(error) {}

@@ -51,8 +51,11 @@ type serveConfig struct {
 	// Tracing and metrics endpoints, kept for the tracing setup: OTLP
 	// traces to OTLPEndpoint, a Prometheus scrape endpoint on MetricsAddr.
 	OTLPEndpoint string
-	MetricsAddr  string
-	Pprof        bool // Go's profiles under /debug/pprof/ on MetricsAddr
+	// SampleRatio is --trace-sample-ratio when given (nil: the
+	// environment's OTEL_TRACES_SAMPLER, else trace.DefaultSampling).
+	SampleRatio *float64
+	MetricsAddr string
+	Pprof       bool // Go's profiles under /debug/pprof/ on MetricsAddr
 	// Ablations are the benchmarks' switches (journal.Ablations), set by
 	// the hidden --ablate-* flags (addAblationFlags).
 	Ablations journal.Ablations
@@ -75,6 +78,7 @@ func newServeCommand() *cobra.Command {
 		cfg                              serveConfig
 		size, cacheSize, dirtySize, mode string
 		backend, logLevel                string
+		sampleRatio                      float64
 		allowUIDs, allowGIDs             []string
 		commitInterval, shutdownTimeout  time.Duration
 		inflightSize                     string
@@ -157,6 +161,9 @@ log, so without the files fsynced after it (a warning says so).
 				}
 				return n
 			}
+			if cmd.Flags().Changed("trace-sample-ratio") {
+				cfg.SampleRatio = &sampleRatio
+			}
 			cfg.Size = parse("size", size)
 			cfg.CacheBytes = parse("cache-size", cacheSize)
 			cfg.DirtyBytes = parse("dirty-size", dirtySize)
@@ -236,6 +243,7 @@ log, so without the files fsynced after it (a warning says so).
 	f.DurationVar(&commitInterval, "commit-interval", 5*time.Second, "periodic transaction commit interval")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for the requests under way")
 	f.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces, such as localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT, or none)")
+	f.Float64Var(&sampleRatio, "trace-sample-ratio", trace.DefaultSampleRatio, "fraction of new traces (requests without a traceparent) whose spans are exported; a traced client's requests follow its decision; without the flag $OTEL_TRACES_SAMPLER and _ARG decide")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "address of a Prometheus metrics endpoint, such as :9464 (default none)")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's runtime profiles (CPU, heap, goroutines, mutex) under /debug/pprof/ on --metrics-addr")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -323,7 +331,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	if fi, err := os.Stat(cfg.Device); err == nil && fi.Mode()&os.ModeDevice != 0 && cfg.Socket == defaultSocket(cfg.Device) {
 		return usageError{fmt.Errorf("%s is a block device: give --socket", cfg.Device)}
 	}
-	shutdownTrace, err := trace.Setup(context.Background(), trace.Config{Endpoint: cfg.OTLPEndpoint, MetricsAddr: cfg.MetricsAddr, Profiling: cfg.Pprof, Logger: log})
+	shutdownTrace, err := trace.Setup(context.Background(), trace.Config{Endpoint: cfg.OTLPEndpoint, SampleRatio: cfg.SampleRatio, MetricsAddr: cfg.MetricsAddr, Profiling: cfg.Pprof, Logger: log})
 	if err != nil {
 		return usageError{fmt.Errorf("tracing: %w", err)}
 	}
@@ -394,7 +402,8 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	otlpURL, otlpSource := trace.Exporting()
 	log.Info("ustore serving", "device", cfg.Device, "bytes", d.Size(), "backend", choice.Backend, "backend_reason", choice.Reason,
 		"formatted", created || formatted, "socket", cfg.Socket, "mount_duration", mounted,
-		"tracing", trace.Enabled(), "otlp_endpoint", otlpURL, "otlp_endpoint_source", otlpSource, "metrics_addr", cfg.MetricsAddr)
+		"tracing", trace.Enabled(), "otlp_endpoint", otlpURL, "otlp_endpoint_source", otlpSource,
+		"trace_sampler", trace.ExportSampling().String(), "metrics_addr", cfg.MetricsAddr)
 	if err := sdNotify("READY=1"); err != nil {
 		log.Warn("sd_notify READY=1 failed", "err", err)
 	}

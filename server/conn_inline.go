@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+
+	"ustore/proto"
+)
+
+// Requests that run inline: on the connection's reader goroutine, with the
+// response written from there, instead of on a worker goroutine whose
+// response the writer goroutine writes.
+//
+// Between two processes each hand-off from one goroutine to another may
+// wake a sleeping thread, which on a VM costs several µs; a request that
+// crossed reader → worker → writer cost the server 2.5 context switches
+// (perf stat, `ustore bench service --op stat --clients 1 --depth 1`
+// against `ustore serve`, docs/BENCHMARKS.md "The request path inline").
+// A request the store answers from memory gains nothing from a goroutine
+// of its own: the reader serves it and writes its response, and the
+// request costs the read and the write system calls only.
+//
+// What runs inline is what does not wait for the device in the common
+// case (the store's code for each):
+//   - stat: the inode from the inode table, under its mutex; a miss reads
+//     the inode item through the node cache;
+//   - lookup: the directory's name index, then a stat, through the node
+//     cache;
+//   - statfs: counters in memory;
+//   - write without a sync flag whose offset and length are whole blocks:
+//     the data is copied into dirty pages; no block is read first (a
+//     partial block of an existing file would be read from the device),
+//     and the reservation waits only while dirty data is over its budget,
+//     for the background writeback, never for this connection.
+//
+// A node-cache miss (a cold inode, a large directory) or a write over the
+// dirty budget therefore holds this connection's reader for the device
+// read or the writeback: the connection's pipelined requests wait behind
+// it, as they would for a full set of slots, while other connections go
+// on. Reads, readdir and everything that may write or sync keep a worker:
+// a read that misses the page cache would otherwise serialise a
+// connection's reads on one device round trip each.
+
+// runsInline reports whether req runs on the reader (see above).
+func runsInline(req proto.Request) bool {
+	switch r := req.(type) {
+	case *proto.Stat, *proto.Lookup, *proto.StatFS:
+		return true
+	case *proto.Write:
+		return r.Flags&(proto.WriteDsync|proto.WriteSync) == 0 &&
+			r.Off%inlineWriteAlign == 0 && len(r.Data)%inlineWriteAlign == 0
+	}
+	return false
+}
+
+// inlineWriteAlign is the store's block size: a write of whole blocks
+// reads nothing from the device.
+const inlineWriteAlign = 4096
+
+// runInline serves req on the reader and writes its response: the reader
+// holds the request's slot and charge, and gives both back once the
+// response is written. The response is flushed unless another whole frame
+// is already buffered: then the next response goes out with it, and the
+// reader flushes before it waits for more (flushBeforeWait).
+func (c *conn) runInline(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
+	reply, out, err := c.serveRequest(ctx, rt, req, limits)
+	proto.PutBuffer(reqBuf)
+	c.answer(c.encode(id, req.Op(), out, reply, err, charge))
+}
+
+// answer writes a response the reader made (an inline request's, or its
+// ENOSYS and EINVAL answers) and gives back its slot and charge.
+func (c *conn) answer(r response) {
+	flush := !c.frameBuffered()
+	c.wmu.Lock()
+	c.writeLocked(r, flush)
+	c.wmu.Unlock()
+	c.unflushed = !flush
+	c.release(r)
+}
+
+// flushBeforeWait flushes an inline response left in the writer's buffer
+// when the reader is about to wait (for a slot, for the next frame, for
+// the budget): nothing else would send it until the writer next writes.
+func (c *conn) flushBeforeWait() {
+	if !c.unflushed || c.frameBuffered() {
+		return
+	}
+	c.unflushed = false
+	c.wmu.Lock()
+	c.flushLocked()
+	c.wmu.Unlock()
+}
+
+// frameBuffered reports whether the read buffer holds a whole frame: the
+// next request can be read without waiting.
+func (c *conn) frameBuffered() bool {
+	n := c.br.Buffered()
+	if n < 4 {
+		return false
+	}
+	h, err := c.br.Peek(4)
+	return err == nil && uint32(n) >= binary.LittleEndian.Uint32(h)
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"ustore/client"
+	"ustore/proto"
+)
+
+// TestServer_Inline_WhichOnReader: stat, lookup, statfs and a buffered
+// write of whole blocks run on the connection's reader goroutine; a write
+// of part of a block, a write with a sync flag, a read, a readdir and the
+// ops that change the namespace or sync run on a worker goroutine of
+// their own (the stack the hook runs on says which). Every one is answered.
+func TestServer_Inline_WhichOnReader(t *testing.T) {
+	var mu sync.Mutex
+	where := map[string]string{}
+	st, _ := newTestStore(t)
+	ts := startServer(t, st, Options{}, func(ctx context.Context, req proto.Request) {
+		buf := make([]byte, 16<<10)
+		stack := string(buf[:runtime.Stack(buf, false)])
+		w := "?"
+		// A worker's stack names readLoop too, as its creator: look for
+		// run first.
+		switch {
+		case strings.Contains(stack, "(*conn).run("):
+			w = "worker"
+		case strings.Contains(stack, "(*conn).readLoop"):
+			w = "reader"
+		}
+		mu.Lock()
+		where[describe(req)] = w
+		mu.Unlock()
+	})
+	c := dial(t, ts.sock)
+	ctx := context.Background()
+	f, err := c.Create(ctx, client.RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make([]byte, 8192)
+	steps := []func() error{
+		func() error { _, err := c.Stat(ctx, f.Ino); return err },
+		func() error { _, err := c.Lookup(ctx, client.RootIno, "f"); return err },
+		func() error { _, err := c.StatFS(ctx); return err },
+		func() error { _, err := c.Write(ctx, f.Ino, 4096, block); return err },
+		func() error { _, err := c.Write(ctx, f.Ino, 10, []byte("x")); return err },
+		func() error { _, err := c.WriteWith(ctx, f.Ino, 0, block, proto.WriteDsync); return err },
+		func() error { _, err := c.Read(ctx, f.Ino, 0, make([]byte, 4096)); return err },
+		func() error { _, err := c.ReadDir(ctx, client.RootIno, 0, 10); return err },
+		func() error { return c.Fsync(ctx, f.Ino, false) },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	want := map[string]string{
+		"create": "worker", "stat": "reader", "lookup": "reader", "statfs": "reader",
+		"write whole blocks": "reader", "write part of a block": "worker", "write dsync": "worker",
+		"read": "worker", "readdir": "worker", "fsync": "worker",
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, w := range want {
+		if where[k] != w {
+			t.Errorf("%s ran on %q, want the %s", k, where[k], w)
+		}
+	}
+}
+
+// describe names a request for TestServer_Inline_WhichOnReader.
+func describe(req proto.Request) string {
+	if w, ok := req.(*proto.Write); ok {
+		switch {
+		case w.Flags&proto.WriteDsync != 0:
+			return "write dsync"
+		case w.Off%4096 == 0 && len(w.Data)%4096 == 0:
+			return "write whole blocks"
+		}
+		return "write part of a block"
+	}
+	return req.Op().String()
+}
+
+// TestServer_Inline_NotHeldBehindWorker: stats pipelined around a request
+// that a worker holds are answered while it is held — the reader batches
+// the responses of the frames it finds buffered and flushes them before it
+// waits — and the held request is answered once released.
+func TestServer_Inline_NotHeldBehindWorker(t *testing.T) {
+	st, _ := newTestStore(t)
+	g := newGate(1, func(r proto.Request) bool { _, ok := r.(*proto.Read); return ok })
+	ts := startServer(t, st, Options{}, g.hook)
+	rc, _ := handshake(t, ts.sock)
+	stats := func(first, last uint64) []byte {
+		var b []byte
+		for id := first; id <= last; id++ {
+			b = append(b, request(t, id, &proto.Stat{Ino: client.RootIno})...)
+		}
+		return b
+	}
+	readAnswers := func(n int, seen map[uint64]bool) {
+		for range n {
+			f := rc.read()
+			if f.Status != proto.StatusOK || f.ID == 6 || seen[f.ID] {
+				t.Fatalf("response %+v", f)
+			}
+			seen[f.ID] = true
+		}
+	}
+	// One write: the reader finds every frame buffered, so it holds the
+	// stats' responses back until the held read, and must flush them
+	// before it waits for the next frame.
+	rc.write(append(stats(1, 5), request(t, 6, &proto.Read{Ino: 1 << 40, Len: 1})...))
+	g.wait(t, 1)
+	seen := map[uint64]bool{}
+	readAnswers(5, seen)
+	rc.write(stats(7, 11))
+	readAnswers(5, seen)
+	close(g.release)
+	if f := rc.read(); f.ID != 6 || f.Status != proto.StatusNotExist {
+		t.Fatalf("the held read: %+v", f)
+	}
+}
