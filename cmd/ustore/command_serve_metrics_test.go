@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,6 +40,20 @@ func TestCommand_Serve_Metrics_Conventions(t *testing.T) {
 		}
 		for _, p := range problems {
 			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	})
+
+	// The tool itself, as an operator would run it (Debian's prometheus
+	// package has it; .ci/run installs it, so CI never skips this).
+	t.Run("promtool", func(t *testing.T) {
+		promtool, err := exec.LookPath("promtool")
+		if err != nil {
+			t.Skip("promtool not installed (apt-get install prometheus); the promlint subtest runs its linter")
+		}
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
 		}
 	})
 
