@@ -253,12 +253,19 @@ func TestMount_Fio(t *testing.T) {
 	bin := buildUstore(t)
 	dir := t.TempDir()
 	s, m, sock := serveAndMount(t, bin, dir)
+	// fio writes its verify state files into its working directory.
+	work := t.TempDir()
+	fio := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("fio", args...)
+		cmd.Dir = work
+		return cmd.CombinedOutput()
+	}
 	job := func(extra ...string) []string {
 		return append([]string{"--name=verify", "--directory=" + m.dir, "--rw=randwrite", "--bs=4k", "--size=8m",
 			"--numjobs=3", "--fsync=8", "--ioengine=psync", "--verify=crc32c", "--verify_fatal=1",
 			"--randrepeat=1", "--group_reporting"}, extra...)
 	}
-	if out, err := exec.Command("fio", job("--verify_backlog=64")...).CombinedOutput(); err != nil {
+	if out, err := fio(job("--verify_backlog=64")...); err != nil {
 		t.Fatalf("fio: %v\n%s", err, out)
 	}
 	if out, err := exec.Command(bin, "umount", m.dir).CombinedOutput(); err != nil {
@@ -268,7 +275,7 @@ func TestMount_Fio(t *testing.T) {
 	s.stop(t)
 	startServe(t, bin, "--device", filepath.Join(dir, "d.img"), "--socket", sock)
 	m = startMount(t, bin, sock, m.dir)
-	out, err := exec.Command("fio", job("--verify_only")...).CombinedOutput()
+	out, err := fio(job("--verify_only")...)
 	if err != nil {
 		t.Fatalf("fio --verify_only after a restart: %v\n%s", err, out)
 	}
