@@ -17,8 +17,9 @@ import (
 	"ustore/client"
 )
 
-// fuseDevice is the kernel's FUSE device.
-const fuseDevice = "/dev/fuse"
+// fuseDevice is the kernel's FUSE device (a variable for the test of its
+// absence).
+var fuseDevice = "/dev/fuse"
 
 // A Mount is a store mounted at a directory, served until it is
 // unmounted (by Unmount, `ustore umount` or fusermount3 -u).
