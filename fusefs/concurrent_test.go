@@ -119,6 +119,44 @@ func TestMount_UnlinkedOpen_Freed(t *testing.T) {
 	}
 }
 
+// TestMount_RenamedOver_Freed: a file renamed over keeps a hidden name
+// until the kernel forgets it (open_files.go's forget pin), then its
+// space goes.
+func TestMount_RenamedOver_Freed(t *testing.T) {
+	mnt, c := mountStoreClient(t, fusefs.Options{})
+	ctx := context.Background()
+	for _, name := range []string{"old", "new"} {
+		if err := os.WriteFile(filepath.Join(mnt, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(filepath.Join(mnt, "new"), filepath.Join(mnt, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(mnt, "old")); err != nil || string(got) != "new" {
+		t.Fatalf("after the rename: %q %v", got, err)
+	}
+	hidden, err := c.Lookup(ctx, client.RootIno, ".ustore-unlinked")
+	if err != nil {
+		t.Fatalf("the hidden directory: %v", err)
+	}
+	// The kernel forgets the replaced inode once its dentry is gone:
+	// asynchronously, so wait for it as a program would see it.
+	for i := 0; ; i++ {
+		es, err := c.ReadDir(ctx, hidden.Ino, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("the renamed-over file's hidden name outlived the kernel's inode: %v", es)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestMount_ReaddirConcurrent: while other names come and go, a listing
 // sees every name that existed throughout exactly once, and no name
 // twice.

@@ -53,7 +53,9 @@
 //     last release, even when its last name is unlinked or renamed over
 //     meanwhile (open_files.go; TestMount_RenameAtomic,
 //     TestMount_POSIX/unlink_while_open); its hidden name goes at the last
-//     release (TestMount_UnlinkedOpen_Freed).
+//     release (TestMount_UnlinkedOpen_Freed). A name renamed over never
+//     fails an open: the old inode lives until the kernel forgets it
+//     (TestMount_RenamedOver_Freed).
 //  3. A directory listing resumed at any offset the kernel was given sees
 //     every entry that existed throughout exactly once: offsets are the
 //     store's cookies (dir_handle.go; TestMount_ReaddirConcurrent).

@@ -173,7 +173,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 // Unlink removes a name; an open file keeps a hidden one until its last
 // close (open_files.go).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	done, err := n.keepChildAside(ctx, n.EmbeddedInode(), name)
+	done, err := n.keepChildAside(ctx, n.EmbeddedInode(), name, false)
 	if err != nil {
 		return errnoOf(err)
 	}
@@ -184,13 +184,17 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 // keepChildAside keeps the file name names in dir alive if it is open
 // here (FS.keepAside). A file open here was looked up here: the kernel's
 // tree knows it.
-func (n *node) keepChildAside(ctx context.Context, dir *fs.Inode, name string) (done func(), err error) {
+func (n *node) keepChildAside(ctx context.Context, dir *fs.Inode, name string, untilForget bool) (done func(), err error) {
 	child := dir.GetChild(name)
 	if child == nil || child.IsDir() {
 		return func() {}, nil
 	}
-	return n.fsys.keepAside(ctx, child.StableAttr().Ino)
+	return n.fsys.keepAside(ctx, child.StableAttr().Ino, untilForget)
 }
+
+// OnForget: the kernel has forgotten the inode (open_files.go's forget
+// pin).
+func (n *node) OnForget() { n.fsys.forgotten(context.Background(), n.ino()) }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return errnoOf(n.fsys.conn().Rmdir(ctx, n.ino(), name))
@@ -204,7 +208,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if flags != 0 {
 		return syscall.EINVAL
 	}
-	done, err := n.keepChildAside(ctx, newParent.EmbeddedInode(), newName)
+	done, err := n.keepChildAside(ctx, newParent.EmbeddedInode(), newName, true)
 	if err != nil {
 		return errnoOf(err)
 	}

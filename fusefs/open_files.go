@@ -42,19 +42,22 @@ const unlinkedDir = ".ustore-unlinked"
 // frees it, and the program would hold a descriptor on nothing.
 type openFiles struct {
 	mu       sync.Mutex
-	cond     *sync.Cond          // on mu: signalled when a removal ends
-	count    map[uint64]int      // opens not yet released, per inode
-	removing map[uint64]int      // removals in flight of an inode's last names
-	hidden   map[uint64][]string // names in unlinkedDir, per inode
-	seq      uint64
-	prefix   string // this mount's names: pid and start time, unique among mounts
+	cond     *sync.Cond     // on mu: signalled when a removal ends
+	count    map[uint64]int // opens not yet released, per inode
+	removing map[uint64]int // removals in flight of an inode's last names
+	// forgetPins marks the inodes renamed over that keep a hidden name
+	// until the kernel forgets them (one count of count, keepAside).
+	forgetPins map[uint64]bool
+	hidden     map[uint64][]string // names in unlinkedDir, per inode
+	seq        uint64
+	prefix     string // this mount's names: pid and start time, unique among mounts
 
 	dirMu  sync.Mutex // serializes finding or making unlinkedDir
 	dirIno uint64     // unlinkedDir's inode, once known (under dirMu)
 }
 
 func newOpenFiles() *openFiles {
-	o := &openFiles{count: map[uint64]int{}, removing: map[uint64]int{}, hidden: map[uint64][]string{},
+	o := &openFiles{count: map[uint64]int{}, removing: map[uint64]int{}, hidden: map[uint64][]string{}, forgetPins: map[uint64]bool{},
 		prefix: fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())}
 	o.cond = sync.NewCond(&o.mu)
 	return o
@@ -99,6 +102,19 @@ func (f *FS) released(ctx context.Context, ino uint64) {
 	}
 }
 
+// forgotten releases the forget pin of ino, if keepAside made one: the
+// kernel has forgotten the inode, so no program can reach it any more.
+func (f *FS) forgotten(ctx context.Context, ino uint64) {
+	o := f.open
+	o.mu.Lock()
+	pinned := o.forgetPins[ino]
+	delete(o.forgetPins, ino)
+	o.mu.Unlock()
+	if pinned {
+		f.released(ctx, ino)
+	}
+}
+
 // removed ends a removal that opens of ino wait for.
 func (o *openFiles) removed(ino uint64) {
 	o.mu.Lock()
@@ -112,10 +128,18 @@ func (o *openFiles) removed(ino uint64) {
 // keepAside gives ino a hidden name if it is open, before the caller
 // removes or replaces one of its names; the caller calls done once the
 // store has answered that, whatever the answer.
-func (f *FS) keepAside(ctx context.Context, ino uint64) (done func(), err error) {
+//
+// With untilForget (a rename over ino's name) it does so even if ino is
+// not open, and keeps the name until the kernel forgets ino too: the name
+// never stops existing, so an open of it must never fail, yet a program
+// may have walked to ino just before the rename and open it just after —
+// the kernel retries an open that finds its inode gone (ESTALE) only once,
+// and renames in a loop can beat that retry. An unlink needs no such pin:
+// an open racing an unlink may fail with ENOENT.
+func (f *FS) keepAside(ctx context.Context, ino uint64, untilForget bool) (done func(), err error) {
 	o := f.open
 	o.mu.Lock()
-	if o.count[ino] == 0 {
+	if o.count[ino] == 0 && !untilForget {
 		o.removing[ino]++
 		o.mu.Unlock()
 		return func() { o.removed(ino) }, nil
@@ -124,10 +148,24 @@ func (f *FS) keepAside(ctx context.Context, ino uint64) (done func(), err error)
 	// removed the name, the opens may all be released and new ones come,
 	// and the hidden name must survive that.
 	o.count[ino]++
+	// The forget pin: released by forgotten. The kernel cannot forget ino
+	// before the rename returns (it holds the target's dentry).
+	pinned := untilForget && !o.forgetPins[ino]
+	if pinned {
+		o.forgetPins[ino] = true
+		o.count[ino]++
+	}
 	o.seq++
 	name := fmt.Sprintf("%s-%d-%d", o.prefix, ino, o.seq)
 	o.mu.Unlock()
 	done = func() { f.released(ctx, ino) }
+	if pinned {
+		defer func() {
+			if err != nil {
+				f.forgotten(ctx, ino)
+			}
+		}()
+	}
 
 	dir, err := f.unlinkedDir(ctx)
 	if err == nil {
