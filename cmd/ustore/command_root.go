@@ -40,5 +40,6 @@ e2fsck's: see 'ustore fsck --help'). --json output and exit codes: docs/CLI.md.`
 	})
 	root.AddCommand(newVersionCommand(), newMkfsCommand(), newFsckCommand(), newServeCommand(), newBenchCommand(), newTraceCommand())
 	root.AddCommand(newClientCommands()...)
+	root.AddCommand(newMountCommand(), newUmountCommand())
 	return root
 }

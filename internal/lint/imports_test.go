@@ -35,6 +35,9 @@ var allowed = map[string][]string{
 	"proto":           {"trace", "internal/assert"},
 	"server":          {"proto", "store", "trace", "internal/assert"},
 	"client":          {"proto", "trace"},
+	// fusefs is `ustore mount`: the store through FUSE, a client of the
+	// server like the CLI (go-fuse is its module alone).
+	"fusefs":          {"client", "proto"},
 	"ebpf":            {"lock", "trace"},
 	"bench":           {"client", "trace"},
 	"bench/ringbench": {"ring", "dev"},

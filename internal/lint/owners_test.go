@@ -14,7 +14,8 @@ import (
 // other package's non-test files may import them (one package owns
 // cilium/ebpf: docs/ARCHITECTURE.md). Test files may, to check the owner from outside.
 var owners = map[string]string{
-	"github.com/cilium/ebpf": "ebpf",
+	"github.com/cilium/ebpf":       "ebpf",
+	"github.com/hanwen/go-fuse/v2": "fusefs",
 }
 
 // TestImports_OwnedModules checks owners over the repository.

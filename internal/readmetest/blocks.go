@@ -21,6 +21,9 @@ type Block struct {
 	Skip string
 	// CheckTrace is the span a check-trace marker names; "" checks none.
 	CheckTrace string
+	// Needs is the absolute path a needs marker names: the block runs
+	// where it exists and is skipped, saying so, where it does not.
+	Needs string
 }
 
 // ParseBlocks returns the sh blocks of a Markdown text (fences ```sh),
@@ -62,7 +65,7 @@ func ParseBlocks(md string) ([]Block, error) {
 			}
 			b := Block{Line: start + 1, Body: body.String()}
 			if pending != nil {
-				b.Skip, b.CheckTrace = pending.Skip, pending.CheckTrace
+				b.Skip, b.CheckTrace, b.Needs = pending.Skip, pending.CheckTrace, pending.Needs
 				pending = nil
 			}
 			blocks = append(blocks, b)
@@ -76,8 +79,9 @@ func ParseBlocks(md string) ([]Block, error) {
 	return blocks, nil
 }
 
-// parseMarker reads "<!-- readme-walk: skip (REASON) -->" or
-// "<!-- readme-walk: check-trace SPAN -->".
+// parseMarker reads "<!-- readme-walk: skip (REASON) -->",
+// "<!-- readme-walk: check-trace SPAN -->" or
+// "<!-- readme-walk: needs /ABSOLUTE/PATH -->".
 func parseMarker(line string) (Block, error) {
 	rest, ok := strings.CutSuffix(strings.TrimPrefix(line, markerPrefix), "-->")
 	if !ok {
@@ -98,6 +102,11 @@ func parseMarker(line string) (Block, error) {
 			return Block{}, fmt.Errorf("%q: check-trace needs one span name", line)
 		}
 		return Block{CheckTrace: arg}, nil
+	case "needs":
+		if !strings.HasPrefix(arg, "/") || strings.ContainsAny(arg, " \t") {
+			return Block{}, fmt.Errorf("%q: needs takes one absolute path: needs /dev/fuse", line)
+		}
+		return Block{Needs: arg}, nil
 	}
-	return Block{}, fmt.Errorf("%q: want skip (REASON) or check-trace SPAN", line)
+	return Block{}, fmt.Errorf("%q: want skip (REASON), check-trace SPAN or needs PATH", line)
 }

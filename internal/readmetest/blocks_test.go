@@ -11,7 +11,8 @@ func TestParseBlocks_Markers(t *testing.T) {
 		"<!-- readme-walk: skip (runs forever) -->\n```sh\nmake run\n```\n\n" +
 		"```\na diagram\n```\n" +
 		"```sh\n./ustore ls /\n./ustore df\n```\n" +
-		"<!-- readme-walk: check-trace ustore.fsync -->\n\n```sh\nbin/jaeger &\n```\n"
+		"<!-- readme-walk: check-trace ustore.fsync -->\n\n```sh\nbin/jaeger &\n```\n" +
+		"<!-- readme-walk: needs /dev/fuse -->\n```sh\n./ustore mount mnt &\n```\n"
 	got, err := ParseBlocks(md)
 	if err != nil {
 		t.Fatal(err)
@@ -20,6 +21,7 @@ func TestParseBlocks_Markers(t *testing.T) {
 		{Line: 4, Body: "make run\n", Skip: "runs forever"},
 		{Line: 11, Body: "./ustore ls /\n./ustore df\n"},
 		{Line: 17, Body: "bin/jaeger &\n", CheckTrace: "ustore.fsync"},
+		{Line: 21, Body: "./ustore mount mnt &\n", Needs: "/dev/fuse"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
@@ -34,6 +36,8 @@ func TestParseBlocks_BadMarkers(t *testing.T) {
 		"<!-- readme-walk: skip () -->\n```sh\nx\n```\n",                 // empty reason
 		"<!-- readme-walk: skp (typo) -->\n```sh\nx\n```\n",              // unknown verb
 		"<!-- readme-walk: check-trace -->\n```sh\nx\n```\n",             // no span
+		"<!-- readme-walk: needs dev/fuse -->\n```sh\nx\n```\n",          // not absolute
+		"<!-- readme-walk: needs -->\n```sh\nx\n```\n",                   // no path
 		"<!-- readme-walk: skip (x) -->\nsome text\n```sh\nx\n```\n",     // before text
 		"<!-- readme-walk: skip (x) -->\n```\nx\n```\n",                  // before a non-sh block
 		"<!-- readme-walk: skip (x) -->\n",                               // before nothing

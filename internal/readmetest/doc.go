@@ -15,12 +15,16 @@
 //	                                        span SPAN of service ustore must
 //	                                        reach the Jaeger the block started
 //	                                        on its documented query port
+//	<!-- readme-walk: needs PATH -->        the block runs where PATH (absolute)
+//	                                        exists, and is skipped, saying so,
+//	                                        where it does not (/dev/fuse)
 //
 // Invariants:
 //
 //  1. Every sh block runs, unless a skip marker with a reason stands before
-//     it: a block that fails without one fails the walk (TestReadme_Walk).
-//  2. A marker is one of the two above and stands before an sh block; any
+//     it, or a needs marker whose path is missing here: a block that fails
+//     without one fails the walk (TestReadme_Walk).
+//  2. A marker is one of the three above and stands before an sh block; any
 //     other comment starting "readme-walk:", or one before no block, is an
 //     error (ParseBlocks), so that a typo cannot skip a block silently.
 //  3. Blocks run with bash -e -o pipefail, each in a process group of its

@@ -66,6 +66,10 @@ func TestReadme_Walk(t *testing.T) {
 			t.Logf("README.md:%d: skipped (%s)", b.Line, b.Skip)
 			continue
 		}
+		if _, err := os.Stat(b.Needs); b.Needs != "" && err != nil {
+			t.Logf("README.md:%d: skipped (it needs %s: %v)", b.Line, b.Needs, err)
+			continue
+		}
 		runBlock(t, dir, env, b)
 		ran++
 	}

@@ -1,0 +1,89 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// fsyncDatasync is FUSE_FSYNC_FDATASYNC, fsync's flag for fdatasync(2).
+const fsyncDatasync = 1 << 0
+
+// The file operations. The store reads and writes by inode, so an open
+// is a check, a choice of caching, and a count (open_files.go); go-fuse
+// calls the node's Read and Write with the handle, which holds nothing.
+
+// fileHandle is an open file description's handle: go-fuse sends the
+// release only for an open that returned one.
+type fileHandle struct{ ino uint64 }
+
+var (
+	_ fs.NodeOpener   = (*node)(nil)
+	_ fs.NodeReader   = (*node)(nil)
+	_ fs.NodeWriter   = (*node)(nil)
+	_ fs.NodeFsyncer  = (*node)(nil)
+	_ fs.NodeFlusher  = (*node)(nil)
+	_ fs.NodeReleaser = (*node)(nil)
+)
+
+// openFlags are the FOPEN_ flags of every open: FOPEN_KEEP_CACHE when the
+// mount keeps pages across opens.
+func (f *FS) openFlags() uint32 {
+	if f.keepCache {
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	return 0
+}
+
+// Open checks that the inode still exists (another client may have
+// removed it since the kernel looked it up). O_TRUNC came before it as a
+// setattr of the size (the mount does not take FUSE_ATOMIC_O_TRUNC), and
+// O_APPEND's offsets are the kernel's: it holds the inode's lock across a
+// write and knows the size, so appends through one mount are atomic.
+//
+// The open is counted until its release (open_files.go); an inode gone
+// meanwhile is ESTALE, and the kernel looks the name up again.
+func (n *node) Open(ctx context.Context, _ uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.fsys.open.opened(n.ino())
+	if _, err := n.fsys.conn().Stat(ctx, n.ino()); err != nil {
+		n.fsys.released(ctx, n.ino())
+		return nil, 0, errnoOfIno(err)
+	}
+	return &fileHandle{ino: n.ino()}, n.fsys.openFlags(), 0
+}
+
+func (n *node) Read(ctx context.Context, _ fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	got, err := n.fsys.conn().Read(ctx, n.ino(), uint64(off), dest)
+	if err != nil {
+		return nil, errnoOfIno(err)
+	}
+	return fuse.ReadResultData(dest[:got]), 0
+}
+
+func (n *node) Write(ctx context.Context, _ fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	done, err := n.fsys.conn().Write(ctx, n.ino(), uint64(off), data)
+	if err != nil && done == 0 {
+		return 0, errnoOfIno(err)
+	}
+	return uint32(done), 0 // a short write: the program writes the rest, and learns why
+}
+
+// Fsync is fsync(2) and fdatasync(2): the store makes the inode durable
+// (a new file's name too) with its log tree, without a full commit.
+func (n *node) Fsync(ctx context.Context, _ fs.FileHandle, flags uint32) syscall.Errno {
+	return errnoOfIno(n.fsys.conn().Fsync(ctx, n.ino(), flags&fsyncDatasync != 0))
+}
+
+// Flush runs at every close(2). Nothing is buffered here (the kernel
+// writes its own dirty pages back before it flushes, with the writeback
+// cache), and close does not promise durability: nothing to do.
+func (n *node) Flush(context.Context, fs.FileHandle) syscall.Errno { return 0 }
+
+// Release is the last close of an open file description: the end of
+// what Open or Create counted.
+func (n *node) Release(ctx context.Context, _ fs.FileHandle) syscall.Errno {
+	n.fsys.released(ctx, n.ino())
+	return 0
+}

@@ -1,0 +1,371 @@
+package fusefs_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"ustore/fusefs"
+)
+
+// The POSIX behaviour suite: each scenario makes the same calls on the
+// mount and on a directory of the kernel's own filesystem (t.TempDir():
+// ext4 or tmpfs), and records each call's outcome — ok or the errno, and
+// the values read back — in a transcript. The two transcripts must be
+// equal: the mount behaves as Linux does, errno for errno.
+//
+// What differs by design is left out of the transcripts: a directory's
+// link count (the store counts as btrfs does: 1), inode numbers, times
+// the calls did not set, st_blocks, and a directory's size (ext4 counts
+// blocks, tmpfs entries, the store names as btrfs).
+
+// transcript records a scenario's outcomes against one root directory.
+type transcript struct {
+	root  string
+	lines []string
+}
+
+func (r *transcript) path(name string) string { return filepath.Join(r.root, name) }
+
+// do records a call's outcome: "what: ok" or "what: ENOENT".
+func (r *transcript) do(what string, err error) {
+	r.lines = append(r.lines, what+": "+errnoName(err))
+}
+
+// val records a value read back.
+func (r *transcript) val(what string, v any) {
+	r.lines = append(r.lines, fmt.Sprintf("%s = %v", what, v))
+}
+
+func errnoName(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return unix.ErrnoName(e)
+	}
+	return err.Error()
+}
+
+// stat records what stat says of name: the type, permission bits, size,
+// and the link count of a file.
+func (r *transcript) stat(name string) {
+	var st unix.Stat_t
+	err := unix.Stat(r.path(name), &st)
+	if err != nil {
+		r.do("stat "+name, err)
+		return
+	}
+	nlink, size := fmt.Sprint(st.Nlink), fmt.Sprint(st.Size)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		nlink, size = "-", "-"
+	}
+	r.val("stat "+name, fmt.Sprintf("type=%o perm=%o size=%s nlink=%s", st.Mode&unix.S_IFMT, st.Mode&07777, size, nlink))
+}
+
+// read records a file's content (or why it cannot be read).
+func (r *transcript) read(name string) {
+	b, err := os.ReadFile(r.path(name))
+	if err != nil {
+		r.do("read "+name, err)
+		return
+	}
+	r.val("read "+name, fmt.Sprintf("%q", b))
+}
+
+// list records a directory's names, sorted.
+func (r *transcript) list(name string) {
+	es, err := os.ReadDir(r.path(name))
+	if err != nil {
+		r.do("readdir "+name, err)
+		return
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	r.val("readdir "+name, names)
+}
+
+func (r *transcript) write(name, data string, flags int) {
+	f, err := os.OpenFile(r.path(name), flags, 0o644)
+	if err != nil {
+		r.do(fmt.Sprintf("open %s %#o", name, flags), err)
+		return
+	}
+	_, err = f.WriteString(data)
+	r.do("write "+name, err)
+	r.do("close "+name, f.Close())
+}
+
+// scenarios are the suite: each a list of calls, named.
+var scenarios = []struct {
+	name string
+	run  func(r *transcript)
+}{
+	{"open_flags", func(r *transcript) {
+		_, err := unix.Open(r.path("missing"), unix.O_RDONLY, 0)
+		r.do("open missing", err)
+		fd, err := unix.Open(r.path("f"), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o640)
+		r.do("open f O_CREAT|O_EXCL", err)
+		if err == nil {
+			unix.Close(fd)
+		}
+		_, err = unix.Open(r.path("f"), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o640)
+		r.do("open f O_CREAT|O_EXCL again", err)
+		r.write("f", "hello world", os.O_WRONLY|os.O_CREATE)
+		r.read("f")
+		r.write("f", "bye", os.O_WRONLY|os.O_TRUNC)
+		r.read("f")
+		r.write("f", "+1", os.O_WRONLY|os.O_APPEND)
+		r.write("f", "+2", os.O_RDWR|os.O_APPEND)
+		r.read("f")
+		r.stat("f")
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		_, err = unix.Open(r.path("d"), unix.O_WRONLY, 0)
+		r.do("open d O_WRONLY", err)
+		_, err = unix.Open(r.path("d"), unix.O_RDWR|unix.O_CREAT, 0o644)
+		r.do("open d O_CREAT", err)
+		_, err = unix.Open(r.path("f/x"), unix.O_RDONLY, 0)
+		r.do("open f/x", err)
+		_, err = unix.Open(r.path("f"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		r.do("open f O_DIRECTORY", err)
+		_, err = unix.Open(r.path("missing/x"), unix.O_CREAT|unix.O_WRONLY, 0o644)
+		r.do("open missing/x O_CREAT", err)
+		_, err = unix.Open(r.path(strings.Repeat("n", 256)), unix.O_CREAT|unix.O_WRONLY, 0o644)
+		r.do("open 256-byte name", err)
+		fd, err = unix.Open(r.path(strings.Repeat("n", 255)), unix.O_CREAT|unix.O_WRONLY, 0o644)
+		r.do("open 255-byte name", err)
+		if err == nil {
+			unix.Close(fd)
+		}
+	}},
+	{"read_write_sparse", func(r *transcript) {
+		f, err := os.OpenFile(r.path("s"), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			r.do("open s", err)
+			return
+		}
+		defer f.Close()
+		_, err = f.WriteAt([]byte("tail"), 3<<20+5)
+		r.do("pwrite s at 3 MiB+5", err)
+		r.stat("s")
+		buf := make([]byte, 8)
+		n, err := f.ReadAt(buf, 1<<20)
+		r.do("pread s hole", err)
+		r.val("hole", fmt.Sprintf("%d %v", n, buf[:n]))
+		n, _ = f.ReadAt(buf, 3<<20+3)
+		r.val("pread s across the data", fmt.Sprintf("%d %q", n, buf[:n]))
+		n, err = f.ReadAt(buf, 4<<20)
+		r.val("pread s past the end", fmt.Sprintf("%d %v", n, err))
+		r.do("ftruncate s 2", f.Truncate(2))
+		r.stat("s")
+		r.do("ftruncate s 10000", f.Truncate(10000))
+		r.stat("s")
+		n, _ = f.ReadAt(buf, 9996)
+		r.val("pread s after extend", fmt.Sprintf("%d %v", n, buf[:n]))
+		// Past 4 GiB, sparse: offsets do not wrap at 32 bits anywhere.
+		_, err = f.WriteAt([]byte("far"), 5<<30+1)
+		r.do("pwrite s at 5 GiB+1", err)
+		r.stat("s")
+		n, _ = f.ReadAt(buf, 5<<30-2)
+		r.val("pread s across 5 GiB", fmt.Sprintf("%d %q", n, buf[:n]))
+		n, _ = f.ReadAt(buf, 4<<30)
+		r.val("pread s at 4 GiB (a hole)", fmt.Sprintf("%d %v", n, buf[:n]))
+		r.do("ftruncate s 10000 again", f.Truncate(10000))
+		r.do("fsync s", f.Sync())
+		r.do("fdatasync s", unix.Fdatasync(int(f.Fd())))
+		r.do("truncate s 5", os.Truncate(r.path("s"), 5))
+		r.stat("s")
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		r.do("truncate d", os.Truncate(r.path("d"), 0))
+		// One large write, across the store's 1 MiB request size.
+		big := bytes.Repeat([]byte("0123456789abcdef"), 200_000)
+		r.do("write big", os.WriteFile(r.path("big"), big, 0o644))
+		got, err := os.ReadFile(r.path("big"))
+		r.do("read big", err)
+		r.val("big intact", bytes.Equal(got, big))
+	}},
+	{"directories", func(r *transcript) {
+		r.do("mkdir a", os.Mkdir(r.path("a"), 0o750))
+		r.stat("a")
+		r.do("mkdir a again", os.Mkdir(r.path("a"), 0o750))
+		r.do("mkdir missing/b", os.Mkdir(r.path("missing/b"), 0o755))
+		r.write("a/f", "x", os.O_WRONLY|os.O_CREATE)
+		r.do("mkdir a/f/g", os.Mkdir(r.path("a/f/g"), 0o755))
+		r.do("rmdir a (not empty)", unix.Rmdir(r.path("a")))
+		r.do("rmdir a/f (a file)", unix.Rmdir(r.path("a/f")))
+		r.do("unlink a (a directory)", unix.Unlink(r.path("a")))
+		r.do("rmdir missing", unix.Rmdir(r.path("missing")))
+		r.do("unlink missing", unix.Unlink(r.path("missing")))
+		r.do("rmdir a/.", unix.Rmdir(r.path("a")+"/."))
+		for i := range 300 {
+			r.do("", os.WriteFile(r.path(fmt.Sprintf("a/n%03d", i)), nil, 0o644))
+		}
+		r.list("a")
+		r.do("unlink a/f", unix.Unlink(r.path("a/f")))
+		for i := range 300 {
+			r.do("", os.Remove(r.path(fmt.Sprintf("a/n%03d", i))))
+		}
+		r.list("a")
+		r.do("rmdir a", unix.Rmdir(r.path("a")))
+		r.list("")
+		f, err := os.Open(r.root)
+		if err == nil {
+			r.do("fsync of a directory", f.Sync())
+			f.Close()
+		}
+	}},
+	{"rename", func(r *transcript) {
+		r.write("f", "one", os.O_WRONLY|os.O_CREATE)
+		r.write("g", "two", os.O_WRONLY|os.O_CREATE)
+		r.do("rename f g", os.Rename(r.path("f"), r.path("g")))
+		r.read("g")
+		r.stat("f")
+		r.do("rename g g", os.Rename(r.path("g"), r.path("g")))
+		r.do("rename missing h", os.Rename(r.path("missing"), r.path("h")))
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		r.do("mkdir e", os.Mkdir(r.path("e"), 0o755))
+		r.do("rename g d (file over directory)", os.Rename(r.path("g"), r.path("d")))
+		r.do("rename d g (directory over file)", os.Rename(r.path("d"), r.path("g")))
+		r.do("rename d e (over an empty directory)", os.Rename(r.path("d"), r.path("e")))
+		r.stat("d")
+		r.do("mkdir d2", os.Mkdir(r.path("d2"), 0o755))
+		r.write("d2/x", "x", os.O_WRONLY|os.O_CREATE)
+		r.do("rename e d2 (over a non-empty directory)", os.Rename(r.path("e"), r.path("d2")))
+		r.do("rename d2 d2/sub (into itself)", os.Rename(r.path("d2"), r.path("d2/sub")))
+		r.do("rename g d2/moved (across directories)", os.Rename(r.path("g"), r.path("d2/moved")))
+		r.read("d2/moved")
+		r.list("d2")
+		r.list("")
+	}},
+	{"links", func(r *transcript) {
+		r.write("f", "shared", os.O_WRONLY|os.O_CREATE)
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		r.do("link f d/g", os.Link(r.path("f"), r.path("d/g")))
+		r.stat("f")
+		r.stat("d/g")
+		r.write("d/g", "+more", os.O_WRONLY|os.O_APPEND)
+		r.read("f")
+		r.do("link f d/g again", os.Link(r.path("f"), r.path("d/g")))
+		r.do("link d d2 (a directory)", os.Link(r.path("d"), r.path("d2")))
+		r.do("link missing x", os.Link(r.path("missing"), r.path("x")))
+		r.do("unlink f", unix.Unlink(r.path("f")))
+		r.stat("d/g")
+		r.read("d/g")
+		r.do("rename d/g f (back)", os.Rename(r.path("d/g"), r.path("f")))
+		r.do("link f f2", os.Link(r.path("f"), r.path("f2")))
+		r.do("rename f f2 (two names of one inode)", os.Rename(r.path("f"), r.path("f2")))
+		r.stat("f")
+		r.stat("f2")
+	}},
+	{"unlink_while_open", func(r *transcript) {
+		r.write("f", "first", os.O_WRONLY|os.O_CREATE)
+		f, err := os.OpenFile(r.path("f"), os.O_RDWR, 0)
+		if err != nil {
+			r.do("open f", err)
+			return
+		}
+		r.do("unlink f", os.Remove(r.path("f")))
+		var st unix.Stat_t
+		r.do("fstat f", unix.Fstat(int(f.Fd()), &st))
+		r.val("nlink size", fmt.Sprint(st.Nlink, st.Size))
+		_, err = f.WriteAt([]byte("+after"), 5)
+		r.do("pwrite unlinked f", err)
+		buf := make([]byte, 32)
+		n, err := f.ReadAt(buf, 0)
+		r.val("pread unlinked f", fmt.Sprintf("%q %v", buf[:n], err))
+		r.do("fsync unlinked f", f.Sync())
+		r.list("")
+		r.do("close f", f.Close())
+		// Renamed over while open: the old content stays readable.
+		r.write("g", "old", os.O_WRONLY|os.O_CREATE)
+		r.write("h", "new", os.O_WRONLY|os.O_CREATE)
+		g, err := os.Open(r.path("g"))
+		if err != nil {
+			r.do("open g", err)
+			return
+		}
+		r.do("rename h g", os.Rename(r.path("h"), r.path("g")))
+		n, err = g.ReadAt(buf, 0)
+		r.val("pread replaced g", fmt.Sprintf("%q %v", buf[:n], err))
+		r.do("close g", g.Close())
+		r.read("g")
+		r.list("")
+	}},
+	{"attributes", func(r *transcript) {
+		r.write("f", "abc", os.O_WRONLY|os.O_CREATE)
+		r.do("chmod f 0600", os.Chmod(r.path("f"), 0o600))
+		r.stat("f")
+		r.do("chmod f 04755", os.Chmod(r.path("f"), 0o4755))
+		r.stat("f")
+		r.do("chown f 1000:1000", os.Chown(r.path("f"), 1000, 1000))
+		var st unix.Stat_t
+		if unix.Stat(r.path("f"), &st) == nil {
+			r.val("owner", fmt.Sprint(st.Uid, st.Gid))
+		}
+		ts := []unix.Timespec{{Sec: 1_000_000_000, Nsec: 5}, {Sec: 1_200_000_000, Nsec: 7}}
+		r.do("utimensat f", unix.UtimesNanoAt(unix.AT_FDCWD, r.path("f"), ts, 0))
+		if unix.Stat(r.path("f"), &st) == nil {
+			r.val("atime mtime", fmt.Sprint(st.Atim, st.Mtim))
+		}
+		omit := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: 1_300_000_000}}
+		r.do("utimensat f UTIME_OMIT atime", unix.UtimesNanoAt(unix.AT_FDCWD, r.path("f"), omit, 0))
+		if unix.Stat(r.path("f"), &st) == nil {
+			r.val("atime mtime", fmt.Sprint(st.Atim, st.Mtim))
+		}
+		now := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_OMIT}}
+		r.do("utimensat f UTIME_NOW atime", unix.UtimesNanoAt(unix.AT_FDCWD, r.path("f"), now, 0))
+		if unix.Stat(r.path("f"), &st) == nil {
+			r.val("atime moved to now", st.Atim.Sec > 1_300_000_000)
+			r.val("mtime kept", st.Mtim.Sec)
+		}
+		r.do("chmod missing", os.Chmod(r.path("missing"), 0o600))
+		r.do("mkdir d 0700", os.Mkdir(r.path("d"), 0o700))
+		r.do("chmod d 0711", os.Chmod(r.path("d"), 0o711))
+		r.stat("d")
+		var sf unix.Statfs_t
+		r.do("statfs", unix.Statfs(r.root, &sf))
+	}},
+}
+
+// TestMount_POSIX runs every scenario on the mount and on t.TempDir(),
+// and compares the transcripts line by line.
+func TestMount_POSIX(t *testing.T) {
+	mnt := mountStore(t, fusefs.Options{})
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			want := &transcript{root: t.TempDir()}
+			got := &transcript{root: filepath.Join(mnt, sc.name)}
+			if err := os.Mkdir(got.root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			sc.run(want)
+			sc.run(got)
+			if !slices.Equal(got.lines, want.lines) {
+				for i := range max(len(got.lines), len(want.lines)) {
+					var g, w string
+					if i < len(got.lines) {
+						g = got.lines[i]
+					}
+					if i < len(want.lines) {
+						w = want.lines[i]
+					}
+					if g != w {
+						t.Errorf("call %d:\n mount: %s\nkernel: %s", i, g, w)
+					}
+				}
+			}
+		})
+	}
+}
