@@ -1,10 +1,6 @@
 package evict
 
-import (
-	"sync/atomic"
-
-	"ustore/internal/assert"
-)
+import "ustore/internal/assert"
 
 // hashMul is 2^64 divided by the golden ratio (Fibonacci hashing): bytenrs
 // are multiples of the node size, so their low bits are all zero, and the
@@ -26,17 +22,14 @@ type Cache[E Entry] struct {
 	shards []shard[E]
 	// shardShift turns a hash into a shard index: 64 − log2(len(shards)).
 	// With one shard it is 64, and a uint64 shifted by 64 is 0.
-	shardShift  uint
-	budgetBytes int64
-	onEvict     func(key uint64, e Entry)
+	shardShift uint
+	onEvict    func(key uint64, e Entry)
 
+	// totals are this cache's bytes and entries; totals.budget is the
+	// budget it shares with other caches (its own when Options.Budget is
+	// nil), which holds the shared total, the pinned floor (budget.go) and
+	// the round robin of eviction passes over every member's shards.
 	totals totals
-	// floorBytes is the pinned floor (budget.go): the bytes the last
-	// eviction pass that gave up could not evict, or 0.
-	floorBytes atomic.Int64
-	// nextShard picks where an eviction pass starts among the other
-	// shards, so that passes spread their work round robin.
-	nextShard atomic.Uint64
 }
 
 // New returns an empty cache. It panics when opts.Validate fails: a cache
@@ -48,10 +41,13 @@ func New[E Entry](opts Options) *Cache[E] {
 	}
 	n := opts.shardCount()
 	c := &Cache[E]{
-		shards:      make([]shard[E], n),
-		shardShift:  64,
-		budgetBytes: opts.BudgetBytes,
-		onEvict:     opts.OnEvict,
+		shards:     make([]shard[E], n),
+		shardShift: 64,
+		onEvict:    opts.OnEvict,
+	}
+	c.totals.budget = opts.Budget
+	if c.totals.budget == nil {
+		c.totals.budget = NewBudget(opts.BudgetBytes)
 	}
 	for m := n; m > 1; m >>= 1 {
 		c.shardShift--
@@ -59,6 +55,7 @@ func New[E Entry](opts Options) *Cache[E] {
 	for i := range c.shards {
 		c.shards[i].init(&c.totals)
 	}
+	c.totals.budget.join(c)
 	return c
 }
 
@@ -131,10 +128,14 @@ func (c *Cache[E]) Len() int {
 	return int(c.totals.entries.Load())
 }
 
-// Bytes returns the sum of the cached entries' charged bytes.
+// Bytes returns the sum of the cached entries' charged bytes (this
+// cache's; Budget.Bytes is the sum over the caches sharing its budget).
 func (c *Cache[E]) Bytes() int64 {
 	return c.totals.bytes.Load()
 }
+
+// Budget returns the budget the cache counts against.
+func (c *Cache[E]) Budget() *Budget { return c.totals.budget }
 
 // Range calls fn for each cached entry until fn returns false, for fsck and
 // debugging. It copies one shard's entries under its read lock and calls fn

@@ -32,7 +32,7 @@ func (c *Cache[E]) Clear() int {
 			}
 		}
 	}
-	c.floorBytes.Store(0)
+	c.totals.budget.floorBytes.Store(0)
 	return pinned
 }
 
@@ -71,7 +71,7 @@ func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
 	}
 	s.bytes -= droppedBytes
 	assert.That(s.bytes >= 0, "evict: shard bytes went negative")
-	s.totals.bytes.Add(-droppedBytes)
+	s.totals.addBytes(-droppedBytes)
 	s.totals.entries.Add(-int64(n))
 	s.checkAfterChange()
 	return dropped, n

@@ -45,7 +45,8 @@ func (s *shard[E]) unlink(it *item[E]) {
 	it.prev, it.next = nil, nil
 }
 
-// sweepLocked moves the hand until the cache's total is at most budgetBytes
+// sweepLocked moves the hand until the budget's total (over every cache
+// that shares it) is at most budgetBytes
 // or the hand has made sweepsMax revolutions of the ring (as long as it was
 // when the sweep began), evicting clean, unreferenced items on the way.
 // exempt, the item whose Add started the pass, is never evicted by it.
@@ -59,7 +60,7 @@ func (s *shard[E]) sweepLocked(budgetBytes int64, exempt *item[E], victims []key
 	stepsMax := sweepsMax * len(s.items)
 	steps := 0
 	// The hand is nil once the sweep has evicted every item.
-	for ; steps < stepsMax && s.hand != nil && s.totals.bytes.Load() > budgetBytes; steps++ {
+	for ; steps < stepsMax && s.hand != nil && s.totals.budget.bytes.Load() > budgetBytes; steps++ {
 		it := s.hand
 		switch {
 		case it == exempt:

@@ -1,6 +1,9 @@
 // Package evict is ustore's memory-bounded cache: B-tree nodes keyed by
-// their bytenr (later also in-memory inodes), under one budget
-// (--cache-size). Each entry reports its size and whether it is pinned —
+// their bytenr and clean file-data blocks (the store's page cache), under
+// one budget (--cache-size) that several caches share (Budget,
+// shared_budget.go): every member's entries count against its total, and
+// an eviction pass sweeps the shards of all of them, round robin, with one
+// CLOCK policy. Each entry reports its size and whether it is pinned —
 // the dirty nodes of a transaction not yet committed are, and are never
 // evicted; clean ones are evicted by CLOCK when the cache is over budget.
 // Teardown (Clear) is linear, in bulk, as the 2013 btrfs patch "fix very
@@ -40,10 +43,12 @@
 //     asserts the ring's length while it walks it.)
 //  2. Byte counts are exact: a shard's bytes are the sum of its items'
 //     charges (CacheBytes, read once when added), the cache's total is the
-//     sum over its shards, and none is ever negative. The totals change
+//     sum over its shards, a Budget's total is the sum over its member
+//     caches, and none is ever negative. The totals change
 //     under the shard's write lock. (Asserted in dropLocked and
 //     clearLocked; Check; the stress test compares Bytes with the sum of
-//     its entries.)
+//     its entries; TestBudget_Add_SharedAccounting the budget's with both
+//     caches'.)
 //  3. An entry that reports Pinned when the hand or Clear reaches it stays
 //     cached: both read Pinned under the shard's write lock, the only lock
 //     under which an entry leaves the cache other than by Remove.

@@ -44,9 +44,19 @@ type shard[E Entry] struct {
 	_ [24]byte
 }
 
-// totals are the cache-wide sums of the shards' bytes and item counts.
+// totals are the cache-wide sums of the shards' bytes and item counts,
+// and the budget the cache shares: every change of bytes is added to the
+// budget's total too (addBytes), so that the budget's total is the sum
+// over its caches.
 type totals struct {
 	bytes, entries atomic.Int64
+	budget         *Budget
+}
+
+// addBytes adds delta to the cache's total and to its budget's.
+func (t *totals) addBytes(delta int64) {
+	t.bytes.Add(delta)
+	t.budget.bytes.Add(delta)
 }
 
 func (s *shard[E]) init(t *totals) {
@@ -79,7 +89,7 @@ func (s *shard[E]) insertLocked(key uint64, e E, bytes int64) *item[E] {
 	s.link(it)
 	s.items[key] = it
 	s.bytes += bytes
-	s.totals.bytes.Add(bytes)
+	s.totals.addBytes(bytes)
 	s.totals.entries.Add(1)
 	s.checkAfterChange()
 	return it
@@ -93,7 +103,7 @@ func (s *shard[E]) replaceLocked(it *item[E], e E, bytes int64) {
 	it.bytes = bytes
 	it.ref.Store(true)
 	s.bytes += delta
-	s.totals.bytes.Add(delta)
+	s.totals.addBytes(delta)
 	s.checkAfterChange()
 }
 
@@ -103,7 +113,7 @@ func (s *shard[E]) dropLocked(it *item[E]) {
 	delete(s.items, it.key)
 	s.bytes -= it.bytes
 	assert.That(s.bytes >= 0, "evict: shard bytes went negative")
-	s.totals.bytes.Add(-it.bytes)
+	s.totals.addBytes(-it.bytes)
 	s.totals.entries.Add(-1)
 	s.checkAfterChange()
 }

@@ -30,6 +30,6 @@ func (c *Cache[E]) Stats() Stats {
 	}
 	st.Bytes = c.totals.bytes.Load()
 	st.Entries = c.totals.entries.Load()
-	st.PinnedFloorBytes = c.floorBytes.Load()
+	st.PinnedFloorBytes = c.totals.budget.floorBytes.Load()
 	return st
 }

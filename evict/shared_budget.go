@@ -1,0 +1,90 @@
+package evict
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Budget is one memory budget shared by several caches: each cache's
+// entries count against the same total, and an eviction pass started by
+// any of them sweeps the shards of all of them (budget.go), with the same
+// CLOCK policy. ustore's tree-node cache and its file-data page cache share
+// one, so that --cache-size bounds both together and the pages that are
+// used — node or data — are the ones that stay.
+//
+// A Budget is made by NewBudget and given to New in Options.Budget; a
+// cache made without one gets a budget of its own. Caches join a budget
+// when made and never leave it (a store's caches live as long as it does).
+type Budget struct {
+	budgetBytes int64
+	// bytes is the sum of the member caches' charged bytes; each change is
+	// made under the changing shard's write lock (totals.addBytes).
+	bytes atomic.Int64
+	// floorBytes is the pinned floor (budget.go): the bytes the last
+	// eviction pass that gave up could not evict, or 0.
+	floorBytes atomic.Int64
+	// nextShard picks where an eviction pass starts among the members'
+	// shards, so that passes spread their work round robin.
+	nextShard atomic.Uint64
+
+	// joinMu serialises joins; members is replaced whole by each join, so
+	// an eviction pass reads it without a lock.
+	joinMu  sync.Mutex
+	members atomic.Pointer[[]member]
+}
+
+// member is a cache as its budget sees it: shards it can sweep.
+type member interface {
+	shardCount() int
+	// evictShardOf sweeps shard i until the budget is met or the hand has
+	// gone round twice, and returns how many entries it evicted.
+	evictShardOf(i int) int
+}
+
+// NewBudget returns a budget of budgetBytes, which must be positive (it
+// panics otherwise, like New: check a flag's value with Options.Validate).
+func NewBudget(budgetBytes int64) *Budget {
+	if budgetBytes <= 0 {
+		panic(fmt.Errorf("%w: BudgetBytes %d is not positive", ErrOptions, budgetBytes))
+	}
+	b := &Budget{budgetBytes: budgetBytes}
+	b.members.Store(new([]member))
+	return b
+}
+
+// BudgetBytes returns the budget.
+func (b *Budget) BudgetBytes() int64 { return b.budgetBytes }
+
+// Bytes returns the sum of the charged bytes of every cache sharing the
+// budget.
+func (b *Budget) Bytes() int64 { return b.bytes.Load() }
+
+// Members returns how many caches share the budget.
+func (b *Budget) Members() int { return len(b.memberList()) }
+
+func (b *Budget) memberList() []member { return *b.members.Load() }
+
+// join adds m to the budget's members.
+func (b *Budget) join(m member) {
+	b.joinMu.Lock()
+	defer b.joinMu.Unlock()
+	old := b.memberList()
+	ms := make([]member, len(old), len(old)+1)
+	copy(ms, old)
+	ms = append(ms, m)
+	b.members.Store(&ms)
+}
+
+// memberShard maps g, an index over all the members' shards in member
+// order, to its member and the shard's index in it.
+func memberShard(ms []member, g int) (member, int) {
+	for _, m := range ms {
+		n := m.shardCount()
+		if g < n {
+			return m, g
+		}
+		g -= n
+	}
+	panic("evict: shard index past the budget's members")
+}
