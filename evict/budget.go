@@ -64,11 +64,13 @@ func (c *Cache[E]) evictPass(first int, exempt *item[E], exemptBytes int64) int 
 	ms := b.memberList()
 	evicted := 0
 	// A cache alone in its budget sweeps its inserting shard first (its
-	// lock is warm). Caches sharing a budget do not: the pass starts at the
-	// rotating shard wherever it is, as one CLOCK hand going round all
-	// their shards would, so that a cache that inserts much (data pages
-	// read once) does not just recycle its own entries while the other's
-	// cold ones stay, nor the reverse.
+	// lock is warm). Caches sharing a budget do not: each step sweeps the
+	// next shard of a member picked in proportion to the bytes it holds
+	// (pickMember), as one CLOCK hand going round all their entries
+	// would, so that a cache that inserts much (data pages read once)
+	// does not just recycle its own entries while the other's cold ones
+	// stay, nor wear out a small member's reference bits faster than a
+	// large one's.
 	if first >= 0 && len(ms) == 1 {
 		evicted += c.evictShard(first, exempt)
 		if b.bytes.Load() <= b.budgetBytes {
@@ -76,10 +78,24 @@ func (c *Cache[E]) evictPass(first int, exempt *item[E], exemptBytes int64) int 
 			return evicted
 		}
 	}
-	n := 0
-	for _, m := range ms {
-		n += m.shardCount()
+	if len(ms) > 1 {
+		for range b.shardTotal(ms) {
+			m := b.pickMember(ms)
+			i := m.nextShardOf()
+			if m == member(c) && i == first {
+				evicted += c.evictShard(i, exempt)
+			} else {
+				evicted += m.evictShardOf(i)
+			}
+			if b.bytes.Load() <= b.budgetBytes {
+				b.floorBytes.Store(0)
+				return evicted
+			}
+		}
+		// Still over: the round robin below visits every shard once, so
+		// that a pass that gives up has seen them all.
 	}
+	n := b.shardTotal(ms)
 	start := int(b.nextShard.Add(1) % uint64(n))
 	for k := range n {
 		m, i := memberShard(ms, (start+k)%n)
@@ -115,8 +131,13 @@ func (c *Cache[E]) evictShard(i int, exempt *item[E]) int {
 	return evicted
 }
 
-// shardCount and evictShardOf make a Cache a member of its Budget.
+// shardCount, evictShardOf, nextShardOf and bytesHeld make a Cache a
+// member of its Budget.
 func (c *Cache[E]) shardCount() int { return len(c.shards) }
+
+func (c *Cache[E]) nextShardOf() int { return int(c.nextShard.Add(1) % uint64(len(c.shards))) }
+
+func (c *Cache[E]) bytesHeld() int64 { return c.totals.bytes.Load() }
 
 func (c *Cache[E]) evictShardOf(i int) int { return c.evictShard(i, nil) }
 

@@ -1,6 +1,10 @@
 package evict
 
-import "ustore/internal/assert"
+import (
+	"sync/atomic"
+
+	"ustore/internal/assert"
+)
 
 // hashMul is 2^64 divided by the golden ratio (Fibonacci hashing): bytenrs
 // are multiples of the node size, so their low bits are all zero, and the
@@ -30,6 +34,9 @@ type Cache[E Entry] struct {
 	// nil), which holds the shared total, the pinned floor (budget.go) and
 	// the round robin of eviction passes over every member's shards.
 	totals totals
+	// nextShard is where the budget's next weighted step sweeps this
+	// cache (budget.go), round robin over its shards.
+	nextShard atomic.Uint64
 }
 
 // New returns an empty cache. It panics when opts.Validate fails: a cache

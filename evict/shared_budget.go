@@ -32,11 +32,20 @@ type Budget struct {
 	// an eviction pass reads it without a lock.
 	joinMu  sync.Mutex
 	members atomic.Pointer[[]member]
+
+	// pickMu guards credit, the smooth weighted round robin's state
+	// (pickMember), one entry per member in members' order.
+	pickMu sync.Mutex
+	credit []int64
 }
 
 // member is a cache as its budget sees it: shards it can sweep.
 type member interface {
 	shardCount() int
+	// nextShardOf returns the member's shard to sweep next, round robin.
+	nextShardOf() int
+	// bytesHeld is the member's charged bytes now.
+	bytesHeld() int64
 	// evictShardOf sweeps shard i until the budget is met or the hand has
 	// gone round twice, and returns how many entries it evicted.
 	evictShardOf(i int) int
@@ -87,4 +96,39 @@ func memberShard(ms []member, g int) (member, int) {
 		g -= n
 	}
 	panic("evict: shard index past the budget's members")
+}
+
+// shardTotal returns how many shards the members have in all.
+func (b *Budget) shardTotal(ms []member) int {
+	n := 0
+	for _, m := range ms {
+		n += m.shardCount()
+	}
+	return n
+}
+
+// pickMember picks the member whose shard an eviction step sweeps next, in
+// proportion to the bytes each holds, by smooth weighted round robin: each
+// member's credit grows by its bytes, the one with the most is picked and
+// its credit lowered by the total. Over a run of picks each member is
+// swept as often as its share of the bytes, so that every entry, node or
+// page, meets a hand about equally often — as under one CLOCK hand over
+// all entries. A member that holds nothing is never picked.
+func (b *Budget) pickMember(ms []member) member {
+	b.pickMu.Lock()
+	defer b.pickMu.Unlock()
+	for len(b.credit) < len(ms) {
+		b.credit = append(b.credit, 0)
+	}
+	best, total := 0, int64(0)
+	for i, m := range ms {
+		w := m.bytesHeld()
+		total += w
+		b.credit[i] += w
+		if b.credit[i] > b.credit[best] {
+			best = i
+		}
+	}
+	b.credit[best] -= total
+	return ms[best]
 }

@@ -124,15 +124,38 @@ func (t *inodeTable) count() int {
 	return n
 }
 
-// clear drops every inode, at unmount, shard by shard in one step each.
-func (t *inodeTable) clear() {
+// teardown drops every in-memory inode and cached block, at unmount: each
+// inode table shard's map and each cache shard's ring are dropped whole,
+// in one step per shard and one linear walk of the cache — never inode by
+// inode, range by range (the 2013 btrfs patch "fix very slow inode
+// eviction and fs unmount": 98 s of unmount became 1.8 s). Each inode and
+// each cached block counts one teardown step. With the per-range ablation
+// every inode's blocks are removed one by one over its size, then the
+// inode from its map, then the rest of the cache.
+func (s *Store) teardown() {
+	t := s.itab
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
+		if s.opts.TeardownPerRange {
+			for ino, in := range sh.m {
+				in.mu.Lock()
+				if in.epoch != 0 {
+					s.teardownPerRange(in)
+				}
+				in.mu.Unlock()
+				delete(sh.m, ino)
+				t.fast.Delete(ino)
+				s.stats.teardownSteps.Add(1)
+			}
+		}
+		s.stats.teardownSteps.Add(uint64(len(sh.m)))
 		sh.m = map[Ino]*inode{}
 		sh.mu.Unlock()
 	}
 	t.fast.Clear()
+	s.stats.teardownSteps.Add(uint64(s.pc.c.Len()))
+	s.pc.c.Clear()
 }
 
 // loadInode reads inode ino's item (and a directory's next index).
