@@ -5,7 +5,8 @@
 # bytes in all, then a sync, then the unmount, timed:
 #
 #   ustore          SIGTERM to exit 0 of `ustore serve` (and the store's
-#                   Close alone, from its "store closed" log line)
+#                   Close alone, and its teardown of inodes and cached
+#                   blocks, from its "store closed" log line)
 #   ustore-ablated  the same with --ablate-teardown-per-range (cached blocks
 #                   dropped one by one over each file's size)
 #   ext4, btrfs     umount, on a loop device (losetup --direct-io=on) over
@@ -27,6 +28,7 @@ CASES=${CASES:-ustore ustore-ablated ext4 btrfs}
 OUT=${OUT:-bench/out/unmount-$(date -u +%Y%m%d-%H%M)}
 DATA=${DATA:-ustore-data/unmount-bench}
 USTORE=${USTORE:-}
+SERVE_FLAGS=${SERVE_FLAGS:-} # for every ustore case, such as --ebpf off
 
 mkdir -p "$OUT" "$DATA"
 if [[ -z "$USTORE" ]]; then
@@ -48,7 +50,7 @@ run_ustore() { # name, extra serve flags
 	"$USTORE" mkfs --size "$IMG_SIZE" "$img" >/dev/null
 	chmod 600 "$img"
 	# shellcheck disable=SC2086
-	"$USTORE" serve --device "$img" --socket "$sock" $flags 2>"$log" &
+	"$USTORE" serve --device "$img" --socket "$sock" $SERVE_FLAGS $flags 2>"$log" &
 	local pid=$!
 	for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
 	local w
@@ -58,9 +60,10 @@ run_ustore() { # name, extra serve flags
 	kill -TERM "$pid"
 	wait "$pid"
 	t1=$(now)
-	local close
+	local close teardown
 	close=$(grep -o 'msg="store closed" duration=[^ ]*' "$log" | sed 's/.*duration=//')
-	echo "$name rep=$3 unmount_s=$(echo "$t1 - $t0" | bc) store_close=$close $w" | tee -a "$RESULTS"
+	teardown=$(grep -o ' teardown=[^ ]*' "$log" | sed 's/.*teardown=//')
+	echo "$name rep=$3 unmount_s=$(echo "$t1 - $t0" | bc) store_close=$close teardown=$teardown $w" | tee -a "$RESULTS"
 }
 
 run_kernel() { # fs

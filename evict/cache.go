@@ -26,8 +26,9 @@ type Cache[E Entry] struct {
 	shards []shard[E]
 	// shardShift turns a hash into a shard index: 64 − log2(len(shards)).
 	// With one shard it is 64, and a uint64 shifted by 64 is 0.
-	shardShift uint
-	onEvict    func(key uint64, e Entry)
+	shardShift  uint
+	onEvict     func(key uint64, e Entry)
+	neverPinned bool
 
 	// totals are this cache's bytes and entries; totals.budget is the
 	// budget it shares with other caches (its own when Options.Budget is
@@ -48,9 +49,10 @@ func New[E Entry](opts Options) *Cache[E] {
 	}
 	n := opts.shardCount()
 	c := &Cache[E]{
-		shards:     make([]shard[E], n),
-		shardShift: 64,
-		onEvict:    opts.OnEvict,
+		shards:      make([]shard[E], n),
+		shardShift:  64,
+		onEvict:     opts.OnEvict,
+		neverPinned: opts.NeverPinned,
 	}
 	c.totals.budget = opts.Budget
 	if c.totals.budget == nil {
@@ -95,6 +97,9 @@ func (c *Cache[E]) Get(key uint64) (E, bool) {
 func (c *Cache[E]) Add(key uint64, e E) {
 	bytes := e.CacheBytes()
 	assert.That(bytes >= 0, "evict: Entry.CacheBytes is negative")
+	if c.neverPinned && e.Pinned() {
+		assert.Failf("evict: a pinned entry added to a NeverPinned cache (key %d)", key)
+	}
 	i, s := c.shardOf(key)
 	s.mu.Lock()
 	it, ok := s.items[key]

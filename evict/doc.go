@@ -60,14 +60,18 @@
 //     one entry while nothing is unpinned without a Shrink. Each concurrent
 //     Add may add one entry in flight. (TestCache_Add_BoundHolds, the
 //     stress test.)
-//  5. Work is bounded. An eviction pass locks each shard at most once and
-//     moves its hand at most sweepsMax × (its items) steps, so an all-pinned
-//     cache ends the pass over budget, counting PinnedSkips; after such a
-//     pass the pinned floor defers the next one until BudgetBytes more
-//     bytes are added. Clear is linear in the entries. No recursion, and
-//     every slice is bounded by a shard's size (Range's copy, a sweep's
-//     victims, Clear's kept items). (TestCache_Add_AllPinnedEnds counts
-//     the hand's steps exactly; TestCache_Add_PinnedFloorAmortizes.)
+//  5. Work is bounded. An eviction pass makes at most one sweep per shard
+//     of its budget's caches (two when several caches share the budget:
+//     the weighted steps, then one round robin), each moving the hand at
+//     most sweepsMax × (its items) steps, so an all-pinned cache ends the
+//     pass over budget, counting PinnedSkips; after such a pass the pinned
+//     floor defers the next one until BudgetBytes more bytes are added.
+//     Clear is linear in the entries, and constant per shard in a
+//     NeverPinned cache without OnEvict. No recursion, and every slice is
+//     bounded by a shard's size (Range's copy, a sweep's victims, Clear's
+//     kept items). (TestCache_Add_AllPinnedEnds counts the hand's steps
+//     exactly; TestCache_Add_PinnedFloorAmortizes;
+//     TestCache_Clear_NeverPinnedDropsWhole.)
 //  6. No lock is held while OnEvict or a load runs, and no goroutine holds
 //     two shard locks, except Check (read locks, in index order). (Tests
 //     call back into the cache from OnEvict and from load.)

@@ -23,6 +23,11 @@ type Options struct {
 	// power of two in 1..256. Zero means the power of two at or above
 	// 4×GOMAXPROCS, at most 256.
 	Shards int
+	// NeverPinned promises that no entry's Pinned ever returns true (the
+	// store's clean data pages): Clear then drops each shard's map and
+	// ring whole without walking them — O(shards), not O(entries) — when
+	// OnEvict is not set. Add asserts the promise.
+	NeverPinned bool
 	// OnEvict, when set, is called for every entry the cache drops on its
 	// own (CLOCK eviction, Clear), after the shard's lock is released: it
 	// may call back into the Cache. It is not called for Remove, nor for

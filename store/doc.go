@@ -87,9 +87,9 @@
 //     byte budget, charged exactly. (page_cache.go; TestPageCache_*,
 //     TestModel)
 //  14. Teardown is bulk: unmount drops the inode table's maps and the
-//     cache's rings whole, in steps linear in what they hold, and dropping
-//     an inode's cached blocks is one epoch change, whatever the file's
-//     size. (Store.teardown, invalidateLocked;
+//     page cache's shards whole, one step per shard, visiting no inode and
+//     no block, and dropping an inode's cached blocks is one epoch change,
+//     whatever the file's size. (Store.teardown, invalidateLocked;
 //     TestStore_Close_TeardownLinear)
 //
 // # The fsync path

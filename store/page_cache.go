@@ -57,7 +57,7 @@ func (p *cleanPage) CacheBytes() int64 { return cleanPageBytes }
 func (p *cleanPage) Pinned() bool { return false }
 
 func newPageCache(b *evict.Budget) *pageCache {
-	return &pageCache{c: evict.New[*cleanPage](evict.Options{Budget: b})}
+	return &pageCache{c: evict.New[*cleanPage](evict.Options{Budget: b, NeverPinned: true})}
 }
 
 // newEpoch returns an epoch no inode has had in this mount.

@@ -159,10 +159,12 @@ func (s *Store) Close(ctx context.Context) error {
 		<-s.flusherDone
 		werr := s.sync(ctx)
 		cerr := s.e.Close(ctx)
-		inodes := s.itab.count()
+		inodes, pages := s.itab.count(), s.pc.c.Len()
+		tstart := time.Now()
 		s.teardown()
 		err = errors.Join(werr, cerr)
-		s.log.Info("store closed", "duration", time.Since(start), "inodes_released", inodes, "err", err)
+		s.log.Info("store closed", "duration", time.Since(start), "inodes_released", inodes,
+			"pages_released", pages, "teardown", time.Since(tstart), "err", err)
 	})
 	return err
 }
