@@ -75,7 +75,9 @@ func lruRatio(trace []uint64) float64 {
 }
 
 // TestCache_HitRatio_ZipfAndScan: the sharded CLOCK keeps within 2 points
-// of LRU's hit ratio on both workloads.
+// of LRU's hit ratio on both workloads. SIEVE's and S3-FIFO's, from the
+// reference models below, are logged beside them: what another policy
+// would give on the same traces.
 func TestCache_HitRatio_ZipfAndScan(t *testing.T) {
 	for _, w := range []struct {
 		name string
@@ -84,11 +86,150 @@ func TestCache_HitRatio_ZipfAndScan(t *testing.T) {
 		trace := ratioTrace(w.scan)
 		lru := lruRatio(trace)
 		one, many := clockRatio(trace, 1), clockRatio(trace, 16)
-		t.Logf("%s: hit ratio LRU %.4f, CLOCK 1 shard %.4f, CLOCK 16 shards %.4f", w.name, lru, one, many)
+		t.Logf("%s: hit ratio LRU %.4f, CLOCK 1 shard %.4f, CLOCK 16 shards %.4f; SIEVE %.4f, S3-FIFO %.4f (reference models)",
+			w.name, lru, one, many, sieveRatio(trace), s3fifoRatio(trace))
 		for _, got := range []float64{one, many} {
 			if got < lru-0.02 {
 				t.Errorf("%s: CLOCK hit ratio %.4f, LRU %.4f", w.name, got, lru)
 			}
 		}
 	}
+}
+
+// sieveRatio replays trace on SIEVE (Zhang et al., NSDI 2024) of
+// ratioEntries entries: a FIFO queue, new keys at the head; a hit sets
+// the key's visited bit; to evict, the hand walks from the tail towards
+// the head (wrapping), clearing set bits and evicting the first key whose
+// bit is clear, which stays where it was for the next eviction.
+func sieveRatio(trace []uint64) float64 {
+	type entry struct {
+		key        uint64
+		visited    bool
+		prev, next *entry // prev towards the head
+	}
+	var head, tail, hand *entry
+	m := map[uint64]*entry{}
+	hits := 0
+	for _, k := range trace {
+		if e, ok := m[k]; ok {
+			hits++
+			e.visited = true
+			continue
+		}
+		if len(m) == ratioEntries {
+			h := hand
+			if h == nil {
+				h = tail
+			}
+			for h.visited {
+				h.visited = false
+				if h = h.prev; h == nil {
+					h = tail
+				}
+			}
+			hand = h.prev
+			if h.prev != nil {
+				h.prev.next = h.next
+			} else {
+				head = h.next
+			}
+			if h.next != nil {
+				h.next.prev = h.prev
+			} else {
+				tail = h.prev
+			}
+			delete(m, h.key)
+		}
+		e := &entry{key: k, next: head}
+		if head != nil {
+			head.prev = e
+		}
+		head = e
+		if tail == nil {
+			tail = e
+		}
+		m[k] = e
+	}
+	return float64(hits) / float64(len(trace))
+}
+
+// s3fifoRatio replays trace on S3-FIFO (Yang et al., SOSP 2023) of
+// ratioEntries entries: a small FIFO of a tenth of them takes new keys; a
+// key leaving it that was hit meanwhile moves to the main FIFO, else it
+// goes and is remembered in a ghost FIFO (as many keys as main holds); a
+// missed key found in the ghost goes straight to main. Main evicts like
+// CLOCK with a 2-bit counter: a key with hits is reinserted, counter − 1.
+func s3fifoRatio(trace []uint64) float64 {
+	smallMax := ratioEntries / 10
+	mainMax := ratioEntries - smallMax
+	type entry struct {
+		freq  int
+		small bool
+	}
+	var small, main, ghost []uint64
+	m := map[uint64]*entry{}
+	ghostSet := map[uint64]int{}
+	hits := 0
+	var evictMain func()
+	evictMain = func() {
+		for {
+			k := main[0]
+			main = main[1:]
+			e := m[k]
+			if e.freq > 0 {
+				e.freq--
+				main = append(main, k)
+				continue
+			}
+			delete(m, k)
+			return
+		}
+	}
+	addGhost := func(k uint64) {
+		ghost = append(ghost, k)
+		ghostSet[k]++
+		if len(ghost) > mainMax {
+			g := ghost[0]
+			ghost = ghost[1:]
+			if ghostSet[g]--; ghostSet[g] == 0 {
+				delete(ghostSet, g)
+			}
+		}
+	}
+	evictSmall := func() {
+		k := small[0]
+		small = small[1:]
+		e := m[k]
+		if e.freq > 0 {
+			e.freq, e.small = 0, false
+			if len(main) >= mainMax {
+				evictMain()
+			}
+			main = append(main, k)
+			return
+		}
+		delete(m, k)
+		addGhost(k)
+	}
+	for _, k := range trace {
+		if e, ok := m[k]; ok {
+			hits++
+			e.freq = min(e.freq+1, 3)
+			continue
+		}
+		if ghostSet[k] > 0 {
+			if len(main) >= mainMax {
+				evictMain()
+			}
+			main = append(main, k)
+			m[k] = &entry{}
+			continue
+		}
+		for len(small) >= smallMax {
+			evictSmall()
+		}
+		small = append(small, k)
+		m[k] = &entry{small: true}
+	}
+	return float64(hits) / float64(len(trace))
 }
