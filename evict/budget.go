@@ -66,7 +66,7 @@ func (c *Cache[E]) evictPass(first int, exempt *item[E], exemptBytes int64) int 
 	// A cache alone in its budget sweeps its inserting shard first (its
 	// lock is warm). Caches sharing a budget do not: each step sweeps the
 	// next shard of a member picked in proportion to the bytes it holds
-	// (pickMember), as one CLOCK hand going round all their entries
+	// (pickMember), as one hand going round all their entries
 	// would, so that a cache that inserts much (data pages read once)
 	// does not just recycle its own entries while the other's cold ones
 	// stay, nor wear out a small member's reference bits faster than a

@@ -15,7 +15,7 @@ const hashMul = 0x9E3779B97F4A7C15
 // bytenr), safe for concurrent use.
 //
 // Concurrency: the keys are split over shards by hash, each with its own
-// RWMutex, map and CLOCK ring. A hit takes its shard's read lock only and
+// RWMutex, map and SIEVE ring. A hit takes its shard's read lock only and
 // sets the entry's reference bit with an atomic store. Everything else takes
 // one shard's write lock at a time; no method but Check ever holds two
 // shard locks. The budget is global: the total bytes are one atomic
@@ -74,7 +74,7 @@ func (c *Cache[E]) shardOf(key uint64) (int, *shard[E]) {
 	return i, &c.shards[i]
 }
 
-// Get returns the entry cached under key. A hit sets the entry's CLOCK
+// Get returns the entry cached under key. A hit sets the entry's
 // reference bit; it takes only the shard's read lock.
 func (c *Cache[E]) Get(key uint64) (E, bool) {
 	_, s := c.shardOf(key)
@@ -92,7 +92,7 @@ func (c *Cache[E]) Get(key uint64) (E, bool) {
 // Add caches e under key, replacing (and re-charging) any entry cached
 // there, then evicts clean entries if the cache is over its budget. The
 // entry just added is not evicted by its own Add, even when it alone
-// exceeds the budget. A replacement keeps its place in the CLOCK ring and
+// exceeds the budget. A replacement keeps its place in the ring and
 // counts as a use; OnEvict is not called for the old entry.
 func (c *Cache[E]) Add(key uint64, e E) {
 	bytes := e.CacheBytes()

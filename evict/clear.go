@@ -75,7 +75,7 @@ func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
 	assert.That(it == s.hand, "evict: ring length differs from map size")
 
 	s.items = make(map[uint64]*item[E], len(kept))
-	s.hand = nil
+	s.hand, s.tail = nil, nil
 	for _, k := range kept {
 		s.link(k)
 		s.items[k.key] = k
@@ -96,7 +96,7 @@ func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
 func (s *shard[E]) dropAllLocked() int {
 	n := len(s.items)
 	s.items = make(map[uint64]*item[E])
-	s.hand = nil
+	s.hand, s.tail = nil, nil
 	s.totals.addBytes(-s.bytes)
 	s.totals.entries.Add(-int64(n))
 	s.bytes = 0

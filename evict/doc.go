@@ -3,9 +3,9 @@
 // one budget (--cache-size) that several caches share (Budget,
 // shared_budget.go): every member's entries count against its total, and
 // an eviction pass sweeps the shards of all of them, round robin, with one
-// CLOCK policy. Each entry reports its size and whether it is pinned —
+// SIEVE policy (clock.go: CLOCK with new entries at the head). Each entry reports its size and whether it is pinned —
 // the dirty nodes of a transaction not yet committed are, and are never
-// evicted; clean ones are evicted by CLOCK when the cache is over budget.
+// evicted; clean ones are evicted by SIEVE when the cache is over budget.
 // Teardown (Clear) is linear, in bulk, as the 2013 btrfs patch "fix very
 // slow inode eviction and fs unmount" taught (98 s to 1.8 s at unmount).
 //
@@ -37,7 +37,7 @@
 // # Invariants
 //
 //  1. Every cached item is in its key's shard, in that shard's map and once
-//     in its CLOCK ring, and nowhere else; the hand is nil iff the shard is
+//     in its ring, and nowhere else; the hand is nil iff the shard is
 //     empty. (Asserted after every change, the whole ring under the
 //     invariants build tag: shard.checkAfterChange; Check; clearLocked
 //     asserts the ring's length while it walks it.)

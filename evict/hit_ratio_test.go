@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// The policy's hit ratio on the page cache's workloads, against LRU (what
-// CLOCK approximates) on the same trace: a Zipf reader over ten times the
+// The policy's hit ratio on the page cache's workloads, against LRU, CLOCK
+// and S3-FIFO (reference models here) on the same trace: a Zipf reader over ten times the
 // cache, alone and with a sequential scan of cold keys interleaved (a
 // read-ahead stream beside hot data). Deterministic (seeded traces); the
 // figures are logged for docs/BENCHMARKS.md.
@@ -39,10 +39,10 @@ func ratioTrace(scan bool) []uint64 {
 	return trace
 }
 
-// clockRatio replays trace on a Cache of ratioEntries one-byte entries
+// cacheRatio replays trace on a Cache of ratioEntries one-byte entries
 // with shards shards (0: the default), as the page cache uses it: Get,
 // and Add on a miss.
-func clockRatio(trace []uint64, shards int) float64 {
+func cacheRatio(trace []uint64, shards int) float64 {
 	c := New[*node](Options{BudgetBytes: ratioEntries, Shards: shards})
 	hits := 0
 	for _, k := range trace {
@@ -74,26 +74,59 @@ func lruRatio(trace []uint64) float64 {
 	return float64(hits) / float64(len(trace))
 }
 
-// TestCache_HitRatio_ZipfAndScan: the sharded CLOCK keeps within 2 points
-// of LRU's hit ratio on both workloads. SIEVE's and S3-FIFO's, from the
-// reference models below, are logged beside them: what another policy
-// would give on the same traces.
+// TestCache_HitRatio_ZipfAndScan: the cache, one shard, has exactly the
+// hit ratio of the SIEVE reference model below (it is SIEVE), sixteen
+// shards within half a point of it, and both beat LRU by at least a point
+// on both workloads. CLOCK (new entries behind the hand, as the cache was
+// before) and S3-FIFO are logged beside them.
 func TestCache_HitRatio_ZipfAndScan(t *testing.T) {
 	for _, w := range []struct {
 		name string
 		scan bool
 	}{{"zipf", false}, {"zipf+scan", true}} {
 		trace := ratioTrace(w.scan)
-		lru := lruRatio(trace)
-		one, many := clockRatio(trace, 1), clockRatio(trace, 16)
-		t.Logf("%s: hit ratio LRU %.4f, CLOCK 1 shard %.4f, CLOCK 16 shards %.4f; SIEVE %.4f, S3-FIFO %.4f (reference models)",
-			w.name, lru, one, many, sieveRatio(trace), s3fifoRatio(trace))
-		for _, got := range []float64{one, many} {
-			if got < lru-0.02 {
-				t.Errorf("%s: CLOCK hit ratio %.4f, LRU %.4f", w.name, got, lru)
-			}
+		lru, sieve := lruRatio(trace), sieveRatio(trace)
+		one, many := cacheRatio(trace, 1), cacheRatio(trace, 16)
+		t.Logf("%s: hit ratio LRU %.4f, CLOCK %.4f, SIEVE %.4f, S3-FIFO %.4f; the cache, 1 shard %.4f, 16 shards %.4f",
+			w.name, lru, clockModelRatio(trace), sieve, s3fifoRatio(trace), one, many)
+		if one != sieve {
+			t.Errorf("%s: the cache's hit ratio %.4f, SIEVE's %.4f", w.name, one, sieve)
+		}
+		if many < sieve-0.005 || min(one, many) < lru+0.01 {
+			t.Errorf("%s: the cache's hit ratio %.4f (16 shards) %.4f (1), SIEVE %.4f, LRU %.4f", w.name, many, one, sieve, lru)
 		}
 	}
+}
+
+// clockModelRatio replays trace on CLOCK of ratioEntries entries: a ring,
+// new keys just behind the hand; the hand clears set bits and evicts the
+// first clear one.
+func clockModelRatio(trace []uint64) float64 {
+	keys := make([]uint64, 0, ratioEntries)
+	ref := make([]bool, 0, ratioEntries)
+	m := map[uint64]int{}
+	hand, hits := 0, 0
+	for _, k := range trace {
+		if i, ok := m[k]; ok {
+			hits++
+			ref[i] = true
+			continue
+		}
+		if len(keys) < ratioEntries {
+			m[k] = len(keys)
+			keys, ref = append(keys, k), append(ref, false)
+			continue
+		}
+		for ref[hand] {
+			ref[hand] = false
+			hand = (hand + 1) % ratioEntries
+		}
+		delete(m, keys[hand])
+		keys[hand], ref[hand] = k, false
+		m[k] = hand
+		hand = (hand + 1) % ratioEntries
+	}
+	return float64(hits) / float64(len(trace))
 }
 
 // sieveRatio replays trace on SIEVE (Zhang et al., NSDI 2024) of

@@ -29,7 +29,7 @@ type Options struct {
 	// OnEvict is not set. Add asserts the promise.
 	NeverPinned bool
 	// OnEvict, when set, is called for every entry the cache drops on its
-	// own (CLOCK eviction, Clear), after the shard's lock is released: it
+	// own (the hand's eviction, Clear), after the shard's lock is released: it
 	// may call back into the Cache. It is not called for Remove, nor for
 	// the old entry of an Add that replaces one (the caller knows of
 	// those). By the time it runs the key may already be cached again.

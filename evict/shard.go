@@ -8,7 +8,7 @@ import (
 )
 
 // shard is one independently locked part of the cache: the keys whose hash
-// selects it, in a map for lookups and a CLOCK ring for eviction.
+// selects it, in a map for lookups and a SIEVE ring for eviction (clock.go).
 //
 // Who touches what: mu's read lock is enough to look an item up and set
 // its reference bit (Get's hit path); everything that changes items, hand,
@@ -24,12 +24,15 @@ type shard[E Entry] struct {
 	hits, misses atomic.Int64
 	// items maps a key to its item; every item is also in the ring.
 	items map[uint64]*item[E]
-	// hand is the next item the CLOCK hand looks at; nil iff items is
+	// hand is the next item the hand looks at; nil iff items is
 	// empty. New items go just behind it (link), so they are the last it
 	// reaches.
 	hand *item[E]
 	// bytes is the sum of the items' charged bytes.
 	bytes int64
+	// tail is the oldest item: new items go just before it, at the head
+	// of the ring (clock.go). nil iff items is empty.
+	tail *item[E]
 
 	// loading holds the in-flight GetOrLoad call of each key being loaded:
 	// at most one per key, and at most one per goroutine in all.
@@ -41,7 +44,7 @@ type shard[E Entry] struct {
 
 	// The padding makes a shard two cache lines (TestShard_Size), so that
 	// no shard's hot line is shared with its neighbour's.
-	_ [24]byte
+	_ [16]byte
 }
 
 // totals are the cache-wide sums of the shards' bytes and item counts,
@@ -122,6 +125,7 @@ func (s *shard[E]) dropLocked(it *item[E]) {
 // relation always, the whole ring under the invariants build tag.
 func (s *shard[E]) checkAfterChange() {
 	assert.That((s.hand == nil) == (len(s.items) == 0), "evict: hand and map disagree on emptiness")
+	assert.That((s.tail == nil) == (s.hand == nil), "evict: tail and hand disagree on emptiness")
 	if invariantsEnabled {
 		err := s.checkLocked()
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 // Budget is one memory budget shared by several caches: each cache's
 // entries count against the same total, and an eviction pass started by
 // any of them sweeps the shards of all of them (budget.go), with the same
-// CLOCK policy. ustore's tree-node cache and its file-data page cache share
+// SIEVE policy. ustore's tree-node cache and its file-data page cache share
 // one, so that --cache-size bounds both together and the pages that are
 // used — node or data — are the ones that stay.
 //
@@ -112,7 +112,7 @@ func (b *Budget) shardTotal(ms []member) int {
 // member's credit grows by its bytes, the one with the most is picked and
 // its credit lowered by the total. Over a run of picks each member is
 // swept as often as its share of the bytes, so that every entry, node or
-// page, meets a hand about equally often — as under one CLOCK hand over
+// page, meets a hand about equally often — as under one hand over
 // all entries. A member that holds nothing is never picked.
 func (b *Budget) pickMember(ms []member) member {
 	b.pickMu.Lock()

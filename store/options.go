@@ -12,7 +12,7 @@ import (
 // Options configure Open. Zero values mean the defaults.
 type Options struct {
 	// CacheBytes is the memory budget of the tree node cache and the data
-	// page cache together (page_cache.go): one budget, one CLOCK over both.
+	// page cache together (page_cache.go): one budget, one SIEVE over both.
 	// Default: a quarter of the machine's RAM, at least 64 MiB and at most
 	// 4 GiB (defaultCacheBytes).
 	CacheBytes int64

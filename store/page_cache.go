@@ -10,14 +10,14 @@ import (
 // (their checksums verified) and after writeback (the bytes just written),
 // so that reading them again needs no device round trip. It is an
 // evict.Cache that shares the engine's node cache budget (--cache-size):
-// one CLOCK over nodes and pages, so that whichever are used stay.
+// one SIEVE over nodes and pages, so that whichever are used stay.
 //
 // Keys. A cached block is named by its inode's cache epoch and its block
 // index. Every in-memory inode gets a fresh epoch from a store-wide counter
 // when it first uses the cache (epochLocked), and another whenever its cached blocks
 // must all go at once — a truncate that shrinks it, its deletion (unlink,
 // rename over it): the old entries can then never be looked up again and
-// the CLOCK hand, finding them unreferenced, evicts them first. Dropping an
+// the hand, finding them unreferenced, evicts them when it reaches them. Dropping an
 // inode's cached data is so O(1), whatever its size: the 2013 btrfs patch
 // "fix very slow inode eviction and fs unmount" was about exactly that
 // teardown done page by page. An inode evicted from the inode table and
@@ -133,7 +133,7 @@ type CacheStats struct {
 	// reads that found no buffered page; ReadAheadBlocks the blocks read
 	// ahead of a sequential reader.
 	PageHits, PageMisses, ReadAheadBlocks uint64
-	// Evictions counts data pages the CLOCK hand (or Clear) dropped.
+	// Evictions counts data pages the hand (or Clear) dropped.
 	Evictions int64
 }
 
