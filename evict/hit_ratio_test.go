@@ -195,16 +195,12 @@ func sieveRatio(trace []uint64) float64 {
 func s3fifoRatio(trace []uint64) float64 {
 	smallMax := ratioEntries / 10
 	mainMax := ratioEntries - smallMax
-	type entry struct {
-		freq  int
-		small bool
-	}
+	type entry struct{ freq int }
 	var small, main, ghost []uint64
 	m := map[uint64]*entry{}
 	ghostSet := map[uint64]int{}
 	hits := 0
-	var evictMain func()
-	evictMain = func() {
+	evictMain := func() {
 		for {
 			k := main[0]
 			main = main[1:]
@@ -234,7 +230,7 @@ func s3fifoRatio(trace []uint64) float64 {
 		small = small[1:]
 		e := m[k]
 		if e.freq > 0 {
-			e.freq, e.small = 0, false
+			e.freq = 0
 			if len(main) >= mainMax {
 				evictMain()
 			}
@@ -262,7 +258,7 @@ func s3fifoRatio(trace []uint64) float64 {
 			evictSmall()
 		}
 		small = append(small, k)
-		m[k] = &entry{small: true}
+		m[k] = &entry{}
 	}
 	return float64(hits) / float64(len(trace))
 }
