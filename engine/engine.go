@@ -21,6 +21,9 @@ type Options struct {
 	// CacheBytes is the node cache budget (default 256 MiB). Dirty nodes are
 	// pinned and may take it over budget until their commit.
 	CacheBytes int64
+	// CacheBudget, when set, is a budget the node cache shares with other
+	// caches (the store's data pages), in place of CacheBytes.
+	CacheBudget *evict.Budget
 	// CommitInterval: see journal.Options (default 5 s).
 	CommitInterval time.Duration
 	// DirtyBytesMax: dirty metadata that triggers a commit (default 64 MiB).

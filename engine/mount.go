@@ -122,12 +122,16 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	if sb.TotalBytes > uint64(d.Size()) {
 		return nil, fmt.Errorf("engine: filesystem of %d bytes on a device of %d", sb.TotalBytes, d.Size())
 	}
-	if opts.CacheBytes == 0 {
-		opts.CacheBytes = 256 << 20
+	cacheOpts := evict.Options{Budget: opts.CacheBudget}
+	if opts.CacheBudget == nil {
+		cacheOpts.BudgetBytes = opts.CacheBytes
+		if cacheOpts.BudgetBytes == 0 {
+			cacheOpts.BudgetBytes = 256 << 20
+		}
 	}
 	e := &Engine{
 		dev: d, geo: newGeometry(int(sb.NodeSize)), fsid: sb.Fsid, log: log,
-		cache: evict.New[*ExtentBuffer](evict.Options{BudgetBytes: opts.CacheBytes}),
+		cache: evict.New[*ExtentBuffer](cacheOpts),
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[Generation]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
 		logs: map[journal.Transid]*logState{}, super: choice, readOnly: opts.ReadOnly,

@@ -61,3 +61,7 @@ func (t *Tree) LockStats() []lock.ClassStats {
 	}
 	return append(out, t.rootClass.Snapshot())
 }
+
+// NodeCacheStats returns the node cache's counters and size (its part of
+// a budget it shares with the store's page cache).
+func (e *Engine) NodeCacheStats() evict.Stats { return e.cache.Stats() }

@@ -1,10 +1,13 @@
 package evict
 
-// Keeping the cache within its budget.
+// Keeping the caches within their budget.
 //
-// After an insertion, while the total is over BudgetBytes, an eviction pass
-// sweeps the inserting shard, then every other shard once, round robin from
-// a rotating start, each at most sweepsMax revolutions of its ring, and
+// The total compared with the budget is the Budget's: the sum over every
+// cache that shares it (the node cache and the data page cache share one,
+// so that --cache-size bounds both). After an insertion, while the total is
+// over BudgetBytes, an eviction pass sweeps the inserting shard, then every
+// other shard of every member cache once, round robin from a rotating
+// start, each at most sweepsMax revolutions of its ring, and
 // stops as soon as the total is within budget. A shard is swept under its
 // write lock, so no hit can set a bit the hand has cleared: two revolutions
 // evict every clean entry of the shard. A pass that visits every shard and
@@ -31,51 +34,83 @@ package evict
 // each have one entry in flight on top.
 
 // afterInsert runs an eviction pass if the insertion of it, charged bytes,
-// in shard i took the cache past its budget plus the pinned floor.
+// in shard i took the budget's total past the budget plus the pinned floor.
 func (c *Cache[E]) afterInsert(i int, it *item[E], bytes int64) {
+	b := c.totals.budget
 	// total − floor > budget, not total > budget + floor: the sum could
 	// overflow with a budget near math.MaxInt64.
-	if c.totals.bytes.Load()-c.floorBytes.Load() > c.budgetBytes {
+	if b.bytes.Load()-b.floorBytes.Load() > b.budgetBytes {
 		c.evictPass(i, it, bytes)
 	}
 }
 
 // Shrink runs an eviction pass whatever the pinned floor, and returns how
-// many entries it evicted. Call it after unpinning many entries (a
-// transaction commit makes its dirty nodes clean), so that the cache gets
-// back within budget without waiting for the next Add.
+// many entries it evicted, from this cache and the others sharing its
+// budget. Call it after unpinning many entries (a transaction commit makes
+// its dirty nodes clean), so that the cache gets back within budget
+// without waiting for the next Add.
 func (c *Cache[E]) Shrink() int {
 	return c.evictPass(-1, nil, 0)
 }
 
-// evictPass evicts clean entries until the total is within budget: in
-// shard first (−1 for none), then in the others. exempt, charged
-// exemptBytes, is the item whose insertion started the pass; it is never
-// evicted by it. It returns how many entries it evicted, and sets the
+// evictPass evicts clean entries until the budget's total is within the
+// budget: in c's shard first (−1 for none), then in every shard of every
+// cache that shares the budget, round robin from a rotating start. exempt,
+// charged exemptBytes, is the item whose insertion started the pass; it is
+// never evicted by it. It returns how many entries it evicted, and sets the
 // pinned floor.
 func (c *Cache[E]) evictPass(first int, exempt *item[E], exemptBytes int64) int {
+	b := c.totals.budget
+	ms := b.memberList()
 	evicted := 0
-	if first >= 0 {
+	// A cache alone in its budget sweeps its inserting shard first (its
+	// lock is warm). Caches sharing a budget do not: each step sweeps the
+	// next shard of a member picked in proportion to the bytes it holds
+	// (pickMember), as one hand going round all their entries
+	// would, so that a cache that inserts much (data pages read once)
+	// does not just recycle its own entries while the other's cold ones
+	// stay, nor wear out a small member's reference bits faster than a
+	// large one's.
+	if first >= 0 && len(ms) == 1 {
 		evicted += c.evictShard(first, exempt)
-		if c.totals.bytes.Load() <= c.budgetBytes {
-			c.floorBytes.Store(0)
+		if b.bytes.Load() <= b.budgetBytes {
+			b.floorBytes.Store(0)
 			return evicted
 		}
 	}
-	n := len(c.shards)
-	start := int(c.nextShard.Add(1))
+	if len(ms) > 1 {
+		for range b.shardTotal(ms) {
+			m := b.pickMember(ms)
+			i := m.nextShardOf()
+			if m == member(c) && i == first {
+				evicted += c.evictShard(i, exempt)
+			} else {
+				evicted += m.evictShardOf(i)
+			}
+			if b.bytes.Load() <= b.budgetBytes {
+				b.floorBytes.Store(0)
+				return evicted
+			}
+		}
+		// Still over: the round robin below visits every shard once, so
+		// that a pass that gives up has seen them all.
+	}
+	n := b.shardTotal(ms)
+	start := int(b.nextShard.Add(1) % uint64(n))
 	for k := range n {
-		i := (start + k) & (n - 1)
-		if i == first {
-			continue
+		m, i := memberShard(ms, (start+k)%n)
+		switch {
+		case m != member(c) || i != first:
+			evicted += m.evictShardOf(i)
+		case len(ms) > 1:
+			evicted += c.evictShard(i, exempt)
 		}
-		evicted += c.evictShard(i, nil)
-		if c.totals.bytes.Load() <= c.budgetBytes {
-			c.floorBytes.Store(0)
+		if b.bytes.Load() <= b.budgetBytes {
+			b.floorBytes.Store(0)
 			return evicted
 		}
 	}
-	c.floorBytes.Store(max(0, c.totals.bytes.Load()-exemptBytes))
+	b.floorBytes.Store(max(0, b.bytes.Load()-exemptBytes))
 	return evicted
 }
 
@@ -87,7 +122,7 @@ func (c *Cache[E]) evictShard(i int, exempt *item[E]) int {
 	collect := c.onEvict != nil
 	s.mu.Lock()
 	before := len(s.items)
-	victims := s.sweepLocked(c.budgetBytes, exempt, inline[:0], collect)
+	victims := s.sweepLocked(c.totals.budget.budgetBytes, exempt, inline[:0], collect)
 	evicted := before - len(s.items)
 	s.mu.Unlock()
 	for _, v := range victims {
@@ -96,15 +131,26 @@ func (c *Cache[E]) evictShard(i int, exempt *item[E]) int {
 	return evicted
 }
 
+// shardCount, evictShardOf, nextShardOf and bytesHeld make a Cache a
+// member of its Budget.
+func (c *Cache[E]) shardCount() int { return len(c.shards) }
+
+func (c *Cache[E]) nextShardOf() int { return int(c.nextShard.Add(1) % uint64(len(c.shards))) }
+
+func (c *Cache[E]) bytesHeld() int64 { return c.totals.bytes.Load() }
+
+func (c *Cache[E]) evictShardOf(i int) int { return c.evictShard(i, nil) }
+
 // lowerFloor lowers the pinned floor by bytes that left the cache, down to
 // zero: those bytes no longer hold the total up.
 func (c *Cache[E]) lowerFloor(bytes int64) {
+	f := &c.totals.budget.floorBytes
 	for {
-		f := c.floorBytes.Load()
-		if f == 0 {
+		v := f.Load()
+		if v == 0 {
 			return
 		}
-		if c.floorBytes.CompareAndSwap(f, max(0, f-bytes)) {
+		if f.CompareAndSwap(v, max(0, v-bytes)) {
 			return
 		}
 	}

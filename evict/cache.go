@@ -15,7 +15,7 @@ const hashMul = 0x9E3779B97F4A7C15
 // bytenr), safe for concurrent use.
 //
 // Concurrency: the keys are split over shards by hash, each with its own
-// RWMutex, map and CLOCK ring. A hit takes its shard's read lock only and
+// RWMutex, map and SIEVE ring. A hit takes its shard's read lock only and
 // sets the entry's reference bit with an atomic store. Everything else takes
 // one shard's write lock at a time; no method but Check ever holds two
 // shard locks. The budget is global: the total bytes are one atomic
@@ -27,15 +27,16 @@ type Cache[E Entry] struct {
 	// shardShift turns a hash into a shard index: 64 − log2(len(shards)).
 	// With one shard it is 64, and a uint64 shifted by 64 is 0.
 	shardShift  uint
-	budgetBytes int64
 	onEvict     func(key uint64, e Entry)
+	neverPinned bool
 
+	// totals are this cache's bytes and entries; totals.budget is the
+	// budget it shares with other caches (its own when Options.Budget is
+	// nil), which holds the shared total, the pinned floor (budget.go) and
+	// the round robin of eviction passes over every member's shards.
 	totals totals
-	// floorBytes is the pinned floor (budget.go): the bytes the last
-	// eviction pass that gave up could not evict, or 0.
-	floorBytes atomic.Int64
-	// nextShard picks where an eviction pass starts among the other
-	// shards, so that passes spread their work round robin.
+	// nextShard is where the budget's next weighted step sweeps this
+	// cache (budget.go), round robin over its shards.
 	nextShard atomic.Uint64
 }
 
@@ -50,8 +51,12 @@ func New[E Entry](opts Options) *Cache[E] {
 	c := &Cache[E]{
 		shards:      make([]shard[E], n),
 		shardShift:  64,
-		budgetBytes: opts.BudgetBytes,
 		onEvict:     opts.OnEvict,
+		neverPinned: opts.NeverPinned,
+	}
+	c.totals.budget = opts.Budget
+	if c.totals.budget == nil {
+		c.totals.budget = NewBudget(opts.BudgetBytes)
 	}
 	for m := n; m > 1; m >>= 1 {
 		c.shardShift--
@@ -59,6 +64,7 @@ func New[E Entry](opts Options) *Cache[E] {
 	for i := range c.shards {
 		c.shards[i].init(&c.totals)
 	}
+	c.totals.budget.join(c)
 	return c
 }
 
@@ -68,7 +74,7 @@ func (c *Cache[E]) shardOf(key uint64) (int, *shard[E]) {
 	return i, &c.shards[i]
 }
 
-// Get returns the entry cached under key. A hit sets the entry's CLOCK
+// Get returns the entry cached under key. A hit sets the entry's
 // reference bit; it takes only the shard's read lock.
 func (c *Cache[E]) Get(key uint64) (E, bool) {
 	_, s := c.shardOf(key)
@@ -86,11 +92,14 @@ func (c *Cache[E]) Get(key uint64) (E, bool) {
 // Add caches e under key, replacing (and re-charging) any entry cached
 // there, then evicts clean entries if the cache is over its budget. The
 // entry just added is not evicted by its own Add, even when it alone
-// exceeds the budget. A replacement keeps its place in the CLOCK ring and
+// exceeds the budget. A replacement keeps its place in the ring and
 // counts as a use; OnEvict is not called for the old entry.
 func (c *Cache[E]) Add(key uint64, e E) {
 	bytes := e.CacheBytes()
 	assert.That(bytes >= 0, "evict: Entry.CacheBytes is negative")
+	if c.neverPinned && e.Pinned() {
+		assert.Failf("evict: a pinned entry added to a NeverPinned cache (key %d)", key)
+	}
 	i, s := c.shardOf(key)
 	s.mu.Lock()
 	it, ok := s.items[key]
@@ -131,10 +140,14 @@ func (c *Cache[E]) Len() int {
 	return int(c.totals.entries.Load())
 }
 
-// Bytes returns the sum of the cached entries' charged bytes.
+// Bytes returns the sum of the cached entries' charged bytes (this
+// cache's; Budget.Bytes is the sum over the caches sharing its budget).
 func (c *Cache[E]) Bytes() int64 {
 	return c.totals.bytes.Load()
 }
+
+// Budget returns the budget the cache counts against.
+func (c *Cache[E]) Budget() *Budget { return c.totals.budget }
 
 // Range calls fn for each cached entry until fn returns false, for fsck and
 // debugging. It copies one shard's entries under its read lock and calls fn

@@ -46,8 +46,11 @@ func (c *Cache[E]) Check() error {
 // either mode.
 func (s *shard[E]) checkLocked() error {
 	n := len(s.items)
-	if (s.hand == nil) != (n == 0) {
-		return fmt.Errorf("%w: hand %v with %d items", ErrCheck, s.hand != nil, n)
+	if (s.hand == nil) != (n == 0) || (s.tail == nil) != (n == 0) {
+		return fmt.Errorf("%w: hand %v, tail %v with %d items", ErrCheck, s.hand != nil, s.tail != nil, n)
+	}
+	if s.tail != nil && s.items[s.tail.key] != s.tail {
+		return fmt.Errorf("%w: the tail (key %d) is not the map's", ErrCheck, s.tail.key)
 	}
 	var bytes int64
 	it := s.hand

@@ -15,6 +15,9 @@ import "ustore/internal/assert"
 // OnEvict, if set, is then called for each dropped entry with no lock held,
 // and the drops count as evictions.
 //
+// In a NeverPinned cache without OnEvict nothing needs to be looked at:
+// each shard's map and ring are dropped whole, in O(1) (dropAllLocked).
+//
 // A GetOrLoad in flight during Clear may cache its entry after Clear has
 // passed its shard.
 func (c *Cache[E]) Clear() int {
@@ -22,7 +25,15 @@ func (c *Cache[E]) Clear() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		dropped, n := s.clearLocked(c.onEvict != nil)
+		var (
+			dropped *item[E]
+			n       int
+		)
+		if c.neverPinned && c.onEvict == nil {
+			n = s.dropAllLocked()
+		} else {
+			dropped, n = s.clearLocked(c.onEvict != nil)
+		}
 		pinned += len(s.items)
 		s.mu.Unlock()
 		s.evictions.Add(int64(n))
@@ -32,7 +43,7 @@ func (c *Cache[E]) Clear() int {
 			}
 		}
 	}
-	c.floorBytes.Store(0)
+	c.totals.budget.floorBytes.Store(0)
 	return pinned
 }
 
@@ -64,15 +75,31 @@ func (s *shard[E]) clearLocked(chain bool) (dropped *item[E], n int) {
 	assert.That(it == s.hand, "evict: ring length differs from map size")
 
 	s.items = make(map[uint64]*item[E], len(kept))
-	s.hand = nil
+	s.hand, s.tail = nil, nil
 	for _, k := range kept {
 		s.link(k)
 		s.items[k.key] = k
 	}
 	s.bytes -= droppedBytes
 	assert.That(s.bytes >= 0, "evict: shard bytes went negative")
-	s.totals.bytes.Add(-droppedBytes)
+	s.totals.addBytes(-droppedBytes)
 	s.totals.entries.Add(-int64(n))
 	s.checkAfterChange()
 	return dropped, n
+}
+
+// dropAllLocked empties the shard without walking it: its map goes whole
+// to the garbage collector, its ring with it (the items link only each
+// other), and the totals drop by the shard's sums. It returns how many
+// items it dropped. The caller holds the write lock; the cache is
+// NeverPinned, so no item had to stay.
+func (s *shard[E]) dropAllLocked() int {
+	n := len(s.items)
+	s.items = make(map[uint64]*item[E])
+	s.hand, s.tail = nil, nil
+	s.totals.addBytes(-s.bytes)
+	s.totals.entries.Add(-int64(n))
+	s.bytes = 0
+	s.checkAfterChange()
+	return n
 }

@@ -1,6 +1,9 @@
 package evict
 
-import "testing"
+import (
+	"sync/atomic"
+	"testing"
+)
 
 func TestCache_Clear_KeepsPinned(t *testing.T) {
 	evicted := 0
@@ -57,5 +60,41 @@ func TestCache_Clear_ResetsFloor(t *testing.T) {
 	c.Clear()
 	if st := c.Stats(); st.PinnedFloorBytes != 0 || st.Entries != 15 {
 		t.Fatalf("Stats after Clear %+v; want floor 0, the 15 pinned entries", st)
+	}
+}
+
+// pinCounter is an entry that counts the calls of its Pinned.
+type pinCounter struct{ calls *atomic.Int64 }
+
+func (p pinCounter) CacheBytes() int64 { return 3 }
+func (p pinCounter) Pinned() bool      { p.calls.Add(1); return false }
+
+// TestCache_Clear_NeverPinnedDropsWhole: a NeverPinned cache's Clear drops
+// every entry, with exact totals, across a shared budget, without looking
+// at a single one (no Pinned call): O(shards), whatever the entries.
+func TestCache_Clear_NeverPinnedDropsWhole(t *testing.T) {
+	b := NewBudget(1 << 20)
+	c := New[pinCounter](Options{Budget: b, NeverPinned: true, Shards: 4})
+	other := newCache(t, Options{Budget: b})
+	other.Add(1, newNode(1, 7, false))
+	var calls atomic.Int64
+	for k := range uint64(1000) {
+		c.Add(k, pinCounter{&calls})
+	}
+	before := calls.Load()
+	if pinned := c.Clear(); pinned != 0 || c.Len() != 0 || c.Bytes() != 0 {
+		t.Fatalf("Clear: %d pinned, %d entries, %d bytes left", pinned, c.Len(), c.Bytes())
+	}
+	if got := calls.Load() - before; got != 0 {
+		t.Fatalf("Clear called Pinned %d times: it walked the entries", got)
+	}
+	if b.Bytes() != 7 || other.Len() != 1 {
+		t.Fatalf("budget %d bytes after Clear, want the other cache's 7", b.Bytes())
+	}
+	if err := c.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Evictions != 1000 {
+		t.Fatalf("evictions %d, want 1000", st.Evictions)
 	}
 }

@@ -35,17 +35,18 @@ func TestCache_Add_SecondChance(t *testing.T) {
 	c.Get(1)
 	c.Add(4, newNode(4, 1, false))
 	wantKeys(t, c, 1, 3, 4)
-	// 1's bit was cleared on the way: without another hit it goes in turn
-	// after 3 and 4 (the new entries sit behind the hand).
+	// 1's bit was cleared on the way, and the hand goes on towards the
+	// head: 3, 4, then 5 — new entries go in at the head, not behind the
+	// hand (SIEVE), so the hand meets 5 before it wraps round to 1.
 	c.Add(5, newNode(5, 1, false))
 	c.Add(6, newNode(6, 1, false))
 	c.Add(7, newNode(7, 1, false))
-	if want := []uint64{2, 3, 4, 1}; !slices.Equal(*evicted, want) {
+	if want := []uint64{2, 3, 4, 5}; !slices.Equal(*evicted, want) {
 		t.Fatalf("evicted %v; want %v", *evicted, want)
 	}
 }
 
-// TestCache_Add_FIFOWithoutHits: with no hits CLOCK is FIFO.
+// TestCache_Add_FIFOWithoutHits: with no hits SIEVE is FIFO.
 func TestCache_Add_FIFOWithoutHits(t *testing.T) {
 	c, evicted := oneShard(t, 3)
 	for k := uint64(1); k <= 8; k++ {

@@ -1,8 +1,11 @@
 // Package evict is ustore's memory-bounded cache: B-tree nodes keyed by
-// their bytenr (later also in-memory inodes), under one budget
-// (--cache-size). Each entry reports its size and whether it is pinned —
+// their bytenr and clean file-data blocks (the store's page cache), under
+// one budget (--cache-size) that several caches share (Budget,
+// shared_budget.go): every member's entries count against its total, and
+// an eviction pass sweeps the shards of all of them, round robin, with one
+// SIEVE policy (clock.go: CLOCK with new entries at the head). Each entry reports its size and whether it is pinned —
 // the dirty nodes of a transaction not yet committed are, and are never
-// evicted; clean ones are evicted by CLOCK when the cache is over budget.
+// evicted; clean ones are evicted by SIEVE when the cache is over budget.
 // Teardown (Clear) is linear, in bulk, as the 2013 btrfs patch "fix very
 // slow inode eviction and fs unmount" taught (98 s to 1.8 s at unmount).
 //
@@ -34,16 +37,18 @@
 // # Invariants
 //
 //  1. Every cached item is in its key's shard, in that shard's map and once
-//     in its CLOCK ring, and nowhere else; the hand is nil iff the shard is
+//     in its ring, and nowhere else; the hand is nil iff the shard is
 //     empty. (Asserted after every change, the whole ring under the
 //     invariants build tag: shard.checkAfterChange; Check; clearLocked
 //     asserts the ring's length while it walks it.)
 //  2. Byte counts are exact: a shard's bytes are the sum of its items'
 //     charges (CacheBytes, read once when added), the cache's total is the
-//     sum over its shards, and none is ever negative. The totals change
+//     sum over its shards, a Budget's total is the sum over its member
+//     caches, and none is ever negative. The totals change
 //     under the shard's write lock. (Asserted in dropLocked and
 //     clearLocked; Check; the stress test compares Bytes with the sum of
-//     its entries.)
+//     its entries; TestBudget_Add_SharedAccounting the budget's with both
+//     caches'.)
 //  3. An entry that reports Pinned when the hand or Clear reaches it stays
 //     cached: both read Pinned under the shard's write lock, the only lock
 //     under which an entry leaves the cache other than by Remove.
@@ -55,14 +60,18 @@
 //     one entry while nothing is unpinned without a Shrink. Each concurrent
 //     Add may add one entry in flight. (TestCache_Add_BoundHolds, the
 //     stress test.)
-//  5. Work is bounded. An eviction pass locks each shard at most once and
-//     moves its hand at most sweepsMax × (its items) steps, so an all-pinned
-//     cache ends the pass over budget, counting PinnedSkips; after such a
-//     pass the pinned floor defers the next one until BudgetBytes more
-//     bytes are added. Clear is linear in the entries. No recursion, and
-//     every slice is bounded by a shard's size (Range's copy, a sweep's
-//     victims, Clear's kept items). (TestCache_Add_AllPinnedEnds counts
-//     the hand's steps exactly; TestCache_Add_PinnedFloorAmortizes.)
+//  5. Work is bounded. An eviction pass makes at most one sweep per shard
+//     of its budget's caches (two when several caches share the budget:
+//     the weighted steps, then one round robin), each moving the hand at
+//     most sweepsMax × (its items) steps, so an all-pinned cache ends the
+//     pass over budget, counting PinnedSkips; after such a pass the pinned
+//     floor defers the next one until BudgetBytes more bytes are added.
+//     Clear is linear in the entries, and constant per shard in a
+//     NeverPinned cache without OnEvict. No recursion, and every slice is
+//     bounded by a shard's size (Range's copy, a sweep's victims, Clear's
+//     kept items). (TestCache_Add_AllPinnedEnds counts the hand's steps
+//     exactly; TestCache_Add_PinnedFloorAmortizes;
+//     TestCache_Clear_NeverPinnedDropsWhole.)
 //  6. No lock is held while OnEvict or a load runs, and no goroutine holds
 //     two shard locks, except Check (read locks, in index order). (Tests
 //     call back into the cache from OnEvict and from load.)

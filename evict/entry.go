@@ -14,14 +14,14 @@ type Entry interface {
 	// entry leaves; to re-charge an entry whose size changed, Add it again.
 	CacheBytes() int64
 	// Pinned reports that the entry must not be evicted now (a dirty node of
-	// a transaction not yet committed). It is read each time the CLOCK hand
+	// a transaction not yet committed). It is read each time the hand
 	// or Clear reaches the entry, so an entry may be pinned when added and
 	// unpinned later. Pinning an entry that is already cached races with a
 	// hand that is reading Pinned at that moment; see doc.go.
 	Pinned() bool
 }
 
-// item is one cached entry and its place in its shard's CLOCK ring.
+// item is one cached entry and its place in its shard's ring.
 //
 // key, entry, bytes, prev and next change only under the shard's write
 // lock; the read lock is enough to read them. ref is the one field a reader
@@ -33,7 +33,7 @@ type item[E Entry] struct {
 	// bytes is what the shard's and the cache's totals were charged for
 	// this item: entry.CacheBytes() when it was added.
 	bytes int64
-	// ref is the CLOCK reference bit: set by a hit, cleared by the hand,
+	// ref is the reference bit (SIEVE's visited bit): set by a hit, cleared by the hand,
 	// which evicts only items whose bit is already clear.
 	ref atomic.Bool
 	// prev and next link the shard's ring; the hand moves along next.

@@ -11,7 +11,7 @@ const (
 	// above shardsPerProc×GOMAXPROCS (capped at shardsMax), so that running
 	// goroutines rarely meet on one shard's lock.
 	shardsPerProc = 4
-	// sweepsMax bounds the revolutions of a shard's CLOCK hand in one
+	// sweepsMax bounds the revolutions of a shard's hand in one
 	// eviction pass. The first revolution clears reference bits, the second
 	// evicts every clean entry that was not referenced again meanwhile; a
 	// third would only go round the pinned entries once more.

@@ -15,12 +15,21 @@ type Options struct {
 	// the pinned floor that keeps an over-pinned cache from rescanning on
 	// every Add.
 	BudgetBytes int64
+	// Budget, when set, is a budget shared with other caches
+	// (shared_budget.go): the cache's entries count against it and its
+	// eviction passes sweep all of them. BudgetBytes must then be 0.
+	Budget *Budget
 	// Shards is the number of independently locked parts of the cache, a
 	// power of two in 1..256. Zero means the power of two at or above
 	// 4×GOMAXPROCS, at most 256.
 	Shards int
+	// NeverPinned promises that no entry's Pinned ever returns true (the
+	// store's clean data pages): Clear then drops each shard's map and
+	// ring whole without walking them — O(shards), not O(entries) — when
+	// OnEvict is not set. Add asserts the promise.
+	NeverPinned bool
 	// OnEvict, when set, is called for every entry the cache drops on its
-	// own (CLOCK eviction, Clear), after the shard's lock is released: it
+	// own (the hand's eviction, Clear), after the shard's lock is released: it
 	// may call back into the Cache. It is not called for Remove, nor for
 	// the old entry of an Add that replaces one (the caller knows of
 	// those). By the time it runs the key may already be cached again.
@@ -31,7 +40,11 @@ type Options struct {
 // configuration from a flag (--cache-size) is refused with an error rather
 // than a panic. The error matches ErrOptions.
 func (o Options) Validate() error {
-	if o.BudgetBytes <= 0 {
+	if o.Budget != nil {
+		if o.BudgetBytes != 0 {
+			return fmt.Errorf("%w: both BudgetBytes %d and a shared Budget", ErrOptions, o.BudgetBytes)
+		}
+	} else if o.BudgetBytes <= 0 {
 		return fmt.Errorf("%w: BudgetBytes %d is not positive", ErrOptions, o.BudgetBytes)
 	}
 	if o.Shards < 0 || o.Shards > shardsMax || o.Shards&(o.Shards-1) != 0 {

@@ -8,7 +8,7 @@ import (
 )
 
 // shard is one independently locked part of the cache: the keys whose hash
-// selects it, in a map for lookups and a CLOCK ring for eviction.
+// selects it, in a map for lookups and a SIEVE ring for eviction (clock.go).
 //
 // Who touches what: mu's read lock is enough to look an item up and set
 // its reference bit (Get's hit path); everything that changes items, hand,
@@ -24,12 +24,15 @@ type shard[E Entry] struct {
 	hits, misses atomic.Int64
 	// items maps a key to its item; every item is also in the ring.
 	items map[uint64]*item[E]
-	// hand is the next item the CLOCK hand looks at; nil iff items is
+	// hand is the next item the hand looks at; nil iff items is
 	// empty. New items go just behind it (link), so they are the last it
 	// reaches.
 	hand *item[E]
 	// bytes is the sum of the items' charged bytes.
 	bytes int64
+	// tail is the oldest item: new items go just before it, at the head
+	// of the ring (clock.go). nil iff items is empty.
+	tail *item[E]
 
 	// loading holds the in-flight GetOrLoad call of each key being loaded:
 	// at most one per key, and at most one per goroutine in all.
@@ -41,12 +44,22 @@ type shard[E Entry] struct {
 
 	// The padding makes a shard two cache lines (TestShard_Size), so that
 	// no shard's hot line is shared with its neighbour's.
-	_ [24]byte
+	_ [16]byte
 }
 
-// totals are the cache-wide sums of the shards' bytes and item counts.
+// totals are the cache-wide sums of the shards' bytes and item counts,
+// and the budget the cache shares: every change of bytes is added to the
+// budget's total too (addBytes), so that the budget's total is the sum
+// over its caches.
 type totals struct {
 	bytes, entries atomic.Int64
+	budget         *Budget
+}
+
+// addBytes adds delta to the cache's total and to its budget's.
+func (t *totals) addBytes(delta int64) {
+	t.bytes.Add(delta)
+	t.budget.bytes.Add(delta)
 }
 
 func (s *shard[E]) init(t *totals) {
@@ -79,7 +92,7 @@ func (s *shard[E]) insertLocked(key uint64, e E, bytes int64) *item[E] {
 	s.link(it)
 	s.items[key] = it
 	s.bytes += bytes
-	s.totals.bytes.Add(bytes)
+	s.totals.addBytes(bytes)
 	s.totals.entries.Add(1)
 	s.checkAfterChange()
 	return it
@@ -93,7 +106,7 @@ func (s *shard[E]) replaceLocked(it *item[E], e E, bytes int64) {
 	it.bytes = bytes
 	it.ref.Store(true)
 	s.bytes += delta
-	s.totals.bytes.Add(delta)
+	s.totals.addBytes(delta)
 	s.checkAfterChange()
 }
 
@@ -103,7 +116,7 @@ func (s *shard[E]) dropLocked(it *item[E]) {
 	delete(s.items, it.key)
 	s.bytes -= it.bytes
 	assert.That(s.bytes >= 0, "evict: shard bytes went negative")
-	s.totals.bytes.Add(-it.bytes)
+	s.totals.addBytes(-it.bytes)
 	s.totals.entries.Add(-1)
 	s.checkAfterChange()
 }
@@ -112,6 +125,7 @@ func (s *shard[E]) dropLocked(it *item[E]) {
 // relation always, the whole ring under the invariants build tag.
 func (s *shard[E]) checkAfterChange() {
 	assert.That((s.hand == nil) == (len(s.items) == 0), "evict: hand and map disagree on emptiness")
+	assert.That((s.tail == nil) == (s.hand == nil), "evict: tail and hand disagree on emptiness")
 	if invariantsEnabled {
 		err := s.checkLocked()
 		if err != nil {

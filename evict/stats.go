@@ -7,8 +7,8 @@ type Stats struct {
 	Hits        int64 // Get and GetOrLoad calls that found the key cached
 	Misses      int64 // Get and GetOrLoad calls that did not (a GetOrLoad that waited on another's load included)
 	Loads       int64 // calls of a GetOrLoad load function
-	Evictions   int64 // entries dropped by the cache: by the CLOCK hand, and by Clear
-	PinnedSkips int64 // times the CLOCK hand passed a pinned entry it would otherwise have evicted
+	Evictions   int64 // entries dropped by the cache: by the hand, and by Clear
+	PinnedSkips int64 // times the hand passed a pinned entry it would otherwise have evicted
 	Bytes       int64 `metric:"gauge"` // the cached entries' charged bytes, as Bytes
 	Entries     int64 `metric:"gauge"` // the cached entries, as Len
 	// PinnedFloorBytes is the pinned floor (budget.go): bytes the last
@@ -31,6 +31,6 @@ func (c *Cache[E]) Stats() Stats {
 	}
 	st.Bytes = c.totals.bytes.Load()
 	st.Entries = c.totals.entries.Load()
-	st.PinnedFloorBytes = c.floorBytes.Load()
+	st.PinnedFloorBytes = c.totals.budget.floorBytes.Load()
 	return st
 }

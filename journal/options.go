@@ -58,6 +58,13 @@ type Ablations struct {
 	// a leaf-only one (logtree/writer.go; ustore serve
 	// --ablate-log-leaf-search; ustore bench fsync-randwrite).
 	LogInsertSearch bool
+	// TeardownPerRange makes the store drop an inode's cached data blocks
+	// one block at a time over the file's size — on truncate, deletion and
+	// unmount — instead of all at once (a new cache epoch; at unmount, the
+	// cache cleared whole), as btrfs did before the 2013 patch "fix very
+	// slow inode eviction and fs unmount" (store/page_cache.go; ustore
+	// serve --ablate-teardown-per-range; bench/unmount.sh).
+	TeardownPerRange bool
 }
 
 // resolve checks o and fills in its defaults.

@@ -77,6 +77,20 @@
 //     reads need (no free space, no highest inode number, no directory's
 //     next index); an fsync log to replay refuses the mount. (writable,
 //     checkNoPendingLog; TestStore_OpenReadOnly_DamagedTree)
+//  13. The page cache is never stale: a read returns, for every block, at
+//     least the last version whose write returned before the read began —
+//     a cached block is replaced or made unreachable by every write of it
+//     (its dirty page shadows it, writeback replaces it), by a truncate
+//     that shrinks the file and by the file's deletion (a new epoch), and
+//     a read caches what it fetched only if no block of the inode was
+//     dirtied meanwhile (cacheSeq). Cached blocks and tree nodes share one
+//     byte budget, charged exactly. (page_cache.go; TestPageCache_*,
+//     TestModel)
+//  14. Teardown is bulk: unmount drops the inode table's maps and the
+//     page cache's shards whole, one step per shard, visiting no inode and
+//     no block, and dropping an inode's cached blocks is one epoch change,
+//     whatever the file's size. (Store.teardown, invalidateLocked;
+//     TestStore_Close_TeardownLinear)
 //
 // # The fsync path
 //

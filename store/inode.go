@@ -64,6 +64,14 @@ type inode struct {
 	size     uint64
 	diskSize uint64
 	pages    pageState
+	// epoch names the inode's blocks in the page cache (page_cache.go):
+	// fresh when the inode is loaded or created, replaced when all its
+	// cached blocks must go at once. cacheSeq counts the changes that may
+	// make a block read from the device stale before it is cached: new
+	// dirty pages and epoch changes. raNext is the block after the last
+	// read's end: a read that starts there is sequential and reads ahead.
+	// All three guarded by mu.
+	epoch, cacheSeq, raNext uint64
 	// nextIndex is a directory's next DIR_INDEX offset.
 	nextIndex uint64
 	// deleted: the inode's last name is gone and its items are deleted.

@@ -1,8 +1,7 @@
 package store
 
 import (
-	"fmt"
-	"sync"
+	"errors"
 	"syscall"
 	"time"
 
@@ -110,15 +109,25 @@ func (s *Store) dirtyPageLocked(in *inode, b uint64, whole bool) (p *page, creat
 		return p, false, nil
 	}
 	p = newPage()
+	epoch := s.epochLocked(in)
 	switch wp := in.pages.wb[b]; {
 	case wp != nil:
 		copy(p.buf, wp.buf)
 	case !whole && b*blockSize < in.size:
+		if c := s.pc.get(epoch, b); c != nil {
+			copy(p.buf, c)
+			s.stats.pageHits.Add(1)
+			break
+		}
 		if err := s.fillPage(in, b, p.buf); err != nil {
 			freePage(p)
 			return nil, false, err
 		}
 	}
+	// The cached copy of the block is stale from now on; a read of the
+	// device that began before this write must not cache it either.
+	s.pc.remove(epoch, b)
+	in.cacheSeq++
 	if len(in.pages.dirty) == 0 {
 		in.pages.dirtySince = time.Now()
 		s.wb.markDirty(in)
@@ -163,9 +172,10 @@ func (s *Store) fillPage(in *inode, b uint64, buf []byte) error {
 }
 
 // Read reads up to len(buf) bytes of file ino at off: buffered pages
-// where there are some, the device elsewhere, holes as zeros. It returns
-// 0 at or past the end of the file. A block whose checksum does not match
-// fails the read with EIO, and nothing of it is returned.
+// where there are some, then the page cache, the device elsewhere, holes
+// as zeros. It returns 0 at or past the end of the file. A block whose
+// checksum does not match fails the read with EIO, and nothing of it is
+// returned.
 func (s *Store) Read(ino Ino, off uint64, buf []byte) (int, error) {
 	n, err := s.read(ino, off, buf)
 	return n, opErr("read", ino, err)
@@ -192,9 +202,11 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 	n := int(min(uint64(len(buf)), in.size-off))
 	end := off + uint64(n)
 	first, last := off/blockSize, (end-1)/blockSize
-	// Runs of blocks with no buffered page come from the device.
-	type run struct{ first, count uint64 }
-	var missing []run
+	epoch := s.epochLocked(in)
+	// Runs of blocks with neither a buffered nor a cached page come from
+	// the device.
+	var missing []blockRun
+	var hits uint64
 	for b := first; b <= last; b++ {
 		bs := b * blockSize
 		lo, hi := max(off, bs), min(end, bs+blockSize)
@@ -202,124 +214,56 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 			copy(buf[lo-off:hi-off], p.buf[lo-bs:hi-bs])
 			continue
 		}
-		if k := len(missing); k > 0 && missing[k-1].first+missing[k-1].count == b {
-			missing[k-1].count++
-		} else {
-			missing = append(missing, run{b, 1})
-		}
-	}
-	in.mu.Unlock()
-	if len(missing) == 0 {
-		return n, nil
-	}
-	in.extMu.RLock()
-	defer in.extMu.RUnlock()
-	for _, r := range missing {
-		for r.count > 0 {
-			c := min(r.count, readChunkBlocks)
-			tmp, staging := readStagingBuffer(int(c) * blockSize)
-			if err := s.readBlocks(in, r.first, c, tmp); err != nil {
-				putReadStaging(staging)
-				return 0, err
-			}
-			bs := r.first * blockSize
-			lo, hi := max(off, bs), min(end, bs+c*blockSize)
-			copy(buf[lo-off:hi-off], tmp[lo-bs:hi-bs])
-			putReadStaging(staging)
-			r.first += c
-			r.count -= c
-		}
-	}
-	return n, nil
-}
-
-// readChunkBlocks bounds one device read of a file read (4 MiB).
-const readChunkBlocks = 1024
-
-// readStaging recycles the aligned buffers of large device reads (a
-// fresh 1 MiB buffer costs its allocation and zeroing on every read).
-var readStaging = sync.Pool{New: func() any {
-	b := dev.AlignedBuffer(readChunkBlocks * blockSize)
-	return &b
-}}
-
-// readStagingBuffer returns an aligned buffer of n bytes: from the pool
-// (returned with putReadStaging) past 64 KiB, freshly allocated below.
-func readStagingBuffer(n int) ([]byte, *[]byte) {
-	if n <= 64<<10 {
-		return dev.AlignedBuffer(n), nil
-	}
-	b := readStaging.Get().(*[]byte)
-	return (*b)[:n], b
-}
-
-func putReadStaging(b *[]byte) {
-	if b != nil {
-		readStaging.Put(b)
-	}
-}
-
-// readBlocks fills dst (count blocks, aligned) with blocks [first,
-// first+count) of in from its extents — zeros for holes — and checks every
-// block read against its checksum. extMu held (read or write).
-func (s *Store) readBlocks(in *inode, first, count uint64, dst []byte) error {
-	start, end := first*blockSize, (first+count)*blockSize
-	xs, err := s.extentsIn(in.ino, start, end)
-	if err != nil {
-		return err
-	}
-	type piece struct {
-		disk, off uint64 // device offset, offset in dst
-		n         int    // blocks
-	}
-	var ios []dev.IO
-	var pieces []piece
-	var inline []byte
-	// dst is cleared (holes read as zeros) unless the extents cover it
-	// end to end: a pooled buffer is not zero.
-	covered := uint64(0)
-	for _, f := range xs {
-		if f.x.Type == engine.ExtentInline {
-			inline = f.x.Data
+		if c := s.pc.get(epoch, b); c != nil {
+			copy(buf[lo-off:hi-off], c[lo-bs:hi-bs])
+			hits++
 			continue
 		}
-		cutS, cutE := max(f.off, start), min(f.end(), end)
-		p := piece{disk: uint64(f.x.DiskBytenr) + cutS - f.off, off: cutS - start, n: int((cutE - cutS) / blockSize)}
-		if covered == p.off {
-			covered += uint64(p.n) * blockSize
+		missing = addBlock(missing, b, false)
+	}
+	s.stats.pageHits.Add(hits)
+	s.stats.pageMisses.Add(uint64(blocksIn(missing)))
+	sequential := first == in.raNext
+	in.raNext = last + 1
+	if len(missing) == 0 {
+		in.mu.Unlock()
+		return n, nil
+	}
+	demand := len(missing)
+	if sequential {
+		missing = s.readAheadLocked(in, epoch, missing, last)
+	}
+	fill := cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
+	in.mu.Unlock()
+
+	in.extMu.RLock()
+	err = s.readRuns(in, missing, func(r blockRun, data []byte) {
+		bs := r.first * blockSize
+		lo, hi := max(off, bs), min(end, bs+uint64(len(data)))
+		if lo < hi {
+			copy(buf[lo-off:hi-off], data[lo-bs:hi-bs])
 		}
-		pieces = append(pieces, p)
-		ios = append(ios, dev.IO{Off: int64(p.disk), Buf: dst[p.off : p.off+uint64(p.n)*blockSize]})
+		fill.keep(r, data)
+	})
+	if err != nil && len(missing) != demand && !errors.Is(err, engine.ErrCorruption) {
+		// The device failed a submission that read ahead too: whether
+		// the read's own blocks fail is for a read of them alone to say.
+		// (A checksum failure of the read's own blocks is theirs.)
+		fill = cacheFill{epoch: fill.epoch, seq: fill.seq, size: fill.size}
+		err = s.readRuns(in, missing[:demand], func(r blockRun, data []byte) {
+			bs := r.first * blockSize
+			lo, hi := max(off, bs), min(end, bs+uint64(len(data)))
+			copy(buf[lo-off:hi-off], data[lo-bs:hi-bs])
+			fill.keep(r, data)
+		})
 	}
-	if inline != nil || covered != uint64(len(dst)) {
-		clear(dst)
+	in.extMu.RUnlock()
+	if err != nil {
+		return 0, err
 	}
-	copy(dst, inline) // block 0 is dst's first block: start is 0
-	if len(ios) == 0 {
-		return nil
+	if testHookBeforeFill != nil {
+		testHookBeforeFill(in.ino)
 	}
-	if err := s.dev.Read(ios); err != nil {
-		s.log.Error("data read failed", "ino", in.ino, "offset", start, "err", err)
-		return err
-	}
-	for _, p := range pieces {
-		sums, err := s.lookupCsums(p.disk, p.n)
-		if err != nil {
-			s.log.Error("data checksums missing", "ino", in.ino, "err", err)
-			return err
-		}
-		for i, want := range sums {
-			blk := dst[p.off+uint64(i)*blockSize:][:blockSize]
-			if got := engine.DataCsum(blk); got != want {
-				fileOff := start + p.off + uint64(i)*blockSize
-				bytenr := p.disk + uint64(i)*blockSize
-				s.log.Error("data checksum mismatch", "ino", in.ino, "offset", fileOff, "bytenr", bytenr,
-					"want", fmt.Sprintf("%08x", want), "got", fmt.Sprintf("%08x", got))
-				s.stats.csumErrors.Add(1)
-				return fmt.Errorf("%w: inode %d offset %d (block %d): data checksum %08x, expected %08x",
-					engine.ErrCorruption, in.ino, fileOff, bytenr, got, want)
-			}
-		}
-	}
-	return nil
+	s.readCacheFill(in, &fill)
+	return n, nil
 }

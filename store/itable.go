@@ -124,15 +124,37 @@ func (t *inodeTable) count() int {
 	return n
 }
 
-// clear drops every inode, at unmount, shard by shard in one step each.
-func (t *inodeTable) clear() {
+// teardown drops every in-memory inode and cached block, at unmount: each
+// inode table shard's map and each cache shard's map and ring are dropped
+// whole, in one step per shard, whatever they hold — never inode by
+// inode, range by range (the 2013 btrfs patch "fix very slow inode
+// eviction and fs unmount": 98 s of unmount became 1.8 s). The garbage
+// collector, or the process's exit, takes the rest. With the per-range
+// ablation every inode's blocks are removed one by one over its size, then
+// the inode from its map; each inode and block so visited counts one
+// teardown step (the bulk teardown counts none).
+func (s *Store) teardown() {
+	t := s.itab
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
+		if s.opts.TeardownPerRange {
+			for ino, in := range sh.m {
+				in.mu.Lock()
+				if in.epoch != 0 {
+					s.teardownPerRange(in)
+				}
+				in.mu.Unlock()
+				delete(sh.m, ino)
+				t.fast.Delete(ino)
+				s.stats.teardownSteps.Add(1)
+			}
+		}
 		sh.m = map[Ino]*inode{}
 		sh.mu.Unlock()
 	}
 	t.fast.Clear()
+	s.pc.c.Clear()
 }
 
 // loadInode reads inode ino's item (and a directory's next index).

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"ustore/journal"
@@ -10,7 +11,10 @@ import (
 
 // Options configure Open. Zero values mean the defaults.
 type Options struct {
-	// CacheBytes is the tree node cache budget (default 256 MiB).
+	// CacheBytes is the memory budget of the tree node cache and the data
+	// page cache together (page_cache.go): one budget, one SIEVE over both.
+	// Default: a quarter of the machine's RAM, at least 64 MiB and at most
+	// 4 GiB (defaultCacheBytes).
 	CacheBytes int64
 	// DirtyBytes is the dirty data budget: buffered file data not yet
 	// written back. A writer that would take it past the budget waits for
@@ -43,6 +47,12 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
+	if o.CacheBytes == 0 {
+		o.CacheBytes = defaultCacheBytes()
+	}
+	if o.CacheBytes < 0 {
+		return o, fmt.Errorf("store: cache budget %d bytes is negative", o.CacheBytes)
+	}
 	if o.DirtyBytes == 0 {
 		o.DirtyBytes = 256 << 20
 	}
@@ -68,4 +78,24 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	return o, nil
+}
+
+// The default cache budget: a quarter of RAM (the rest is for the dirty
+// budget, the kernel and other processes; a store does not own the
+// machine), within [cacheBytesMin, cacheBytesMax].
+const (
+	cacheBytesMin = 64 << 20
+	// cacheBytesMax: past 4 GiB a bigger default mostly costs the garbage
+	// collector (every cached block is a heap object it scans); ask for
+	// more with --cache-size.
+	cacheBytesMax = 4 << 30
+)
+
+func defaultCacheBytes() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return cacheBytesMin
+	}
+	ram := int64(si.Totalram) * int64(si.Unit)
+	return min(max(ram/4, cacheBytesMin), cacheBytesMax)
 }

@@ -20,6 +20,10 @@ type storeStats struct {
 	renameWritebacks                atomic.Uint64
 	spaceWaits                      atomic.Uint64
 	nameItemFull                    atomic.Uint64
+	// The page cache's (page_cache.go); teardownSteps counts the blocks
+	// and inodes unmount and invalidation visit one at a time.
+	pageHits, pageMisses, readAheadBlocks atomic.Uint64
+	teardownSteps                         atomic.Uint64
 }
 
 // Stats are the store's counters since mount, and a few values now.

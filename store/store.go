@@ -12,6 +12,7 @@ import (
 
 	"ustore/dev"
 	"ustore/engine"
+	"ustore/evict"
 	"ustore/logtree"
 )
 
@@ -27,6 +28,7 @@ type Store struct {
 	ctx context.Context
 
 	itab      *inodeTable
+	pc        *pageCache
 	wb        wbState
 	nextIno   atomicIno
 	putSeq    atomic.Uint64 // Put's temporary names
@@ -81,7 +83,8 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 		return nil, err
 	}
 	start := time.Now()
-	e, err := engine.Mount(d, engine.Options{CacheBytes: opts.CacheBytes, CommitInterval: opts.CommitInterval, Logger: opts.Logger,
+	budget := evict.NewBudget(opts.CacheBytes)
+	e, err := engine.Mount(d, engine.Options{CacheBudget: budget, CommitInterval: opts.CommitInterval, Logger: opts.Logger,
 		Ablations: opts.Ablations, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
@@ -99,6 +102,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: the device has no fs or csum tree: not a ustore store")
 	}
 	s.itab = newInodeTable(s, opts.InodeCacheMax)
+	s.pc = newPageCache(budget)
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
 	s.tlog = logtree.New(e)
 	s.tlog.Ablations = opts.Ablations
@@ -155,10 +159,12 @@ func (s *Store) Close(ctx context.Context) error {
 		<-s.flusherDone
 		werr := s.sync(ctx)
 		cerr := s.e.Close(ctx)
-		inodes := s.itab.count()
-		s.itab.clear()
+		inodes, pages := s.itab.count(), s.pc.c.Len()
+		tstart := time.Now()
+		s.teardown()
 		err = errors.Join(werr, cerr)
-		s.log.Info("store closed", "duration", time.Since(start), "inodes_released", inodes, "err", err)
+		s.log.Info("store closed", "duration", time.Since(start), "inodes_released", inodes,
+			"pages_released", pages, "teardown", time.Since(tstart), "err", err)
 	})
 	return err
 }

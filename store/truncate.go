@@ -47,8 +47,13 @@ func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
 }
 
 // dropPages drops in's buffered pages from block first on (mu held; no
-// writeback running: wbMu held by the caller), and their budget.
+// writeback running: wbMu held by the caller), and their budget, and
+// every block of in the page cache holds.
 func (s *Store) dropPages(in *inode, first uint64) {
+	// The cached blocks go too, all at once (a new epoch): those before
+	// first are still right, but a shrink or a deletion is rare next to
+	// the reads that would pay for keeping them.
+	s.invalidateLocked(in)
 	n := 0
 	if first == 0 {
 		// The whole state goes: drop the maps whole, not page by page.

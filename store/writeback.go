@@ -98,16 +98,24 @@ func (s *Store) writebackInode(in *inode) error {
 	return nil
 }
 
-// releaseWritten frees the pages of blocks that are written and mapped —
-// readers find their data in the tree now — unless the writeback set holds
-// a different page for the block by then (in.mu held). Their budget goes
-// back to writers.
+// releaseWritten moves the pages of blocks that are written and mapped —
+// readers find their data in the tree now — into the page cache, unless
+// the writeback set holds a different page for the block by then (in.mu
+// held). Their dirty budget goes back to writers.
 func (s *Store) releaseWritten(in *inode, pages map[uint64]*page, blocks []uint64) {
 	n := 0
+	deleted := in.deleted.Load()
+	epoch := s.epochLocked(in)
 	for _, b := range blocks {
 		if p := pages[b]; in.pages.wb[b] == p {
 			delete(in.pages.wb, b)
-			freePage(p)
+			if deleted {
+				freePage(p)
+			} else {
+				// The page's buffer, never written again, becomes the
+				// block's clean copy in the page cache.
+				s.pc.add(epoch, b, p.buf)
+			}
 			n++
 		}
 	}

@@ -165,7 +165,9 @@ log, so without the files fsynced after it (a warning says so).
 				cfg.SampleRatio = &sampleRatio
 			}
 			cfg.Size = parse("size", size)
-			cfg.CacheBytes = parse("cache-size", cacheSize)
+			if cacheSize != "auto" {
+				cfg.CacheBytes = parse("cache-size", cacheSize)
+			}
 			cfg.DirtyBytes = parse("dirty-size", dirtySize)
 			cfg.InflightBytes = parse("inflight-size", inflightSize)
 			if err != nil {
@@ -230,7 +232,7 @@ log, so without the files fsynced after it (a warning says so).
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "socket file group, a name or gid (default the server's)")
 	f.StringSliceVar(&allowUIDs, "allow-uid", nil, "users allowed to connect, names or uids (default: the server's own uid and root)")
 	f.StringSliceVar(&allowGIDs, "allow-gid", nil, "groups allowed to connect (a peer's primary or supplementary group), names or gids")
-	f.StringVar(&cacheSize, "cache-size", "256M", "tree node cache budget")
+	f.StringVar(&cacheSize, "cache-size", "auto", "memory for tree nodes and clean file data together, one budget (auto: a quarter of RAM, 64M to 4G)")
 	f.StringVar(&dirtySize, "dirty-size", "256M", "buffered dirty data budget; writers wait for writeback past it")
 	f.StringVar(&inflightSize, "inflight-size", "256M", "bytes of requests and responses in flight, all connections together; reading waits past it (at least 2M+16K)")
 	f.IntVar(&cfg.ConnMax, "conn-max", 1024, "connections served at once")
@@ -271,6 +273,9 @@ var ablationFlags = []struct {
 	{"ablate-committed-lock", func(a *journal.Ablations) *bool { return &a.CommittedLocked },
 		"for benchmarks only: fsync's committed check takes the journal's state lock instead of one atomic load (ustore bench committed-check)",
 		"ablation: the committed check takes the journal's state lock (--ablate-committed-lock, for benchmarks only)"},
+	{"ablate-teardown-per-range", func(a *journal.Ablations) *bool { return &a.TeardownPerRange },
+		"for benchmarks only: truncate, deletion and unmount drop a file's cached blocks one by one over its size instead of all at once (bench/unmount.sh)",
+		"ablation: cached file data is torn down block by block (--ablate-teardown-per-range, for benchmarks only)"},
 }
 
 // addAblationFlags defines the --ablate-* flags into a, hidden from

@@ -391,6 +391,9 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 	if err != nil || !strings.Contains(out, "SIGTERM") || !strings.Contains(out, "ustore-data/ustore.sock") {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
+	if !strings.Contains(out, `--cache-size string              memory for tree nodes and clean file data together, one budget (auto: a quarter of RAM, 64M to 4G) (default "auto")`) {
+		t.Fatalf("help lacks --cache-size's one budget and its default:\n%s", out)
+	}
 }
 
 // TestCommand_Serve_AblationFlagsHidden: the --ablate-* flags are not in
@@ -417,7 +420,7 @@ func TestCommand_Serve_AblationFlagsHidden(t *testing.T) {
 	if err := c.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	if a != (journal.Ablations{CommittedLocked: true, LogInsertSearch: true}) {
+	if a != (journal.Ablations{CommittedLocked: true, LogInsertSearch: true, TeardownPerRange: true}) {
 		t.Fatalf("%v set %+v, want every ablation", args, a)
 	}
 }

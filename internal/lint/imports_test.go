@@ -63,6 +63,9 @@ var allowed = map[string][]string{
 	// bench/jaegershot is the traced client workload of
 	// bench/jaeger-screenshot.sh: a client of a running server.
 	"bench/jaegershot": {"client", "trace"},
+	// bench/seqwr is the 2013 btrfs unmount patch's seqwr workload for
+	// bench/unmount.sh: a client of a running server, or a directory.
+	"bench/seqwr": {"client"},
 }
 
 // everywhere lists the packages any package may import: leaves that import

@@ -1,0 +1,230 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+
+	"ustore/dev"
+	"ustore/engine"
+)
+
+// Reading file blocks from the device: a read's missing runs (and its
+// read-ahead) are mapped through the inode's extents, and every piece of
+// every run goes to the device in one dev.Read — one ring submission with
+// the io_uring device — then each block is checked against its checksum.
+
+// blockRun is count blocks from first; ahead marks blocks read ahead,
+// which no caller asked for: one that fails its checksum is left out, not
+// an error of the read.
+type blockRun struct {
+	first, count uint64
+	ahead        bool
+}
+
+// addBlock appends block b to runs, extending the last run when b follows
+// it and is of the same kind.
+func addBlock(runs []blockRun, b uint64, ahead bool) []blockRun {
+	if k := len(runs); k > 0 && runs[k-1].first+runs[k-1].count == b && runs[k-1].ahead == ahead {
+		runs[k-1].count++
+		return runs
+	}
+	return append(runs, blockRun{b, 1, ahead})
+}
+
+// blocksIn returns how many blocks runs hold.
+func blocksIn(runs []blockRun) uint64 {
+	n := uint64(0)
+	for _, r := range runs {
+		n += r.count
+	}
+	return n
+}
+
+// readChunkBlocks bounds the blocks of one submission of a file read
+// (4 MiB): a larger read is several.
+const readChunkBlocks = 1024
+
+// readStaging recycles the aligned buffers of large device reads (a
+// fresh 1 MiB buffer costs its allocation and zeroing on every read).
+var readStaging = sync.Pool{New: func() any {
+	b := dev.AlignedBuffer(readChunkBlocks * blockSize)
+	return &b
+}}
+
+// readStagingBuffer returns an aligned buffer of n bytes: from the pool
+// (returned with putReadStaging) past 64 KiB, freshly allocated below.
+func readStagingBuffer(n int) ([]byte, *[]byte) {
+	if n <= 64<<10 {
+		return dev.AlignedBuffer(n), nil
+	}
+	b := readStaging.Get().(*[]byte)
+	return (*b)[:n], b
+}
+
+func putReadStaging(b *[]byte) {
+	if b != nil {
+		readStaging.Put(b)
+	}
+}
+
+// readRuns reads runs of in (extMu held for reading) in submissions of at
+// most readChunkBlocks blocks, each run's pieces all in one, and calls fn
+// with each run (or part of a run, split at the bound) and its verified
+// bytes, valid only during the call.
+func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []byte)) error {
+	var (
+		batch   []blockRead
+		staging []*[]byte
+		ios     []dev.IO
+		blocks  uint64
+	)
+	flush := func() error {
+		defer func() {
+			for _, b := range staging {
+				putReadStaging(b)
+			}
+			batch, staging, ios, blocks = batch[:0], staging[:0], ios[:0], 0
+		}()
+		if len(ios) > 0 {
+			if err := s.dev.Read(ios); err != nil {
+				s.log.Error("data read failed", "ino", in.ino, "offset", batch[0].first*blockSize, "err", err)
+				return err
+			}
+		}
+		for i := range batch {
+			r := &batch[i]
+			if err := s.verifyRead(in, r); err != nil {
+				if !r.ahead {
+					return err
+				}
+				r.dst = nil // the next demand read of it will say
+			}
+		}
+		for _, r := range batch {
+			if r.dst != nil {
+				fn(blockRun{r.first, r.count, r.ahead}, r.dst)
+			}
+		}
+		return nil
+	}
+	for _, r := range runs {
+		for r.count > 0 {
+			c := min(r.count, readChunkBlocks-blocks)
+			dst, st := readStagingBuffer(int(c) * blockSize)
+			staging = append(staging, st)
+			batch = append(batch, blockRead{first: r.first, count: c, ahead: r.ahead, dst: dst})
+			var err error
+			if ios, err = s.planRead(in, &batch[len(batch)-1], ios); err != nil {
+				for _, b := range staging {
+					putReadStaging(b)
+				}
+				return err
+			}
+			blocks += c
+			r.first += c
+			r.count -= c
+			if blocks == readChunkBlocks {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// blockRead is one run being read: its blocks, its buffer, and the
+// device pieces planRead mapped it to.
+type blockRead struct {
+	first, count uint64
+	ahead        bool   // read ahead: verifyRead is quiet about it
+	dst          []byte // count blocks, aligned
+	pieces       []readPiece
+}
+
+// readPiece is one extent's part of a blockRead.
+type readPiece struct {
+	disk, off uint64 // device offset, offset in dst
+	n         int    // blocks
+}
+
+// readBlocks fills dst (count blocks, aligned) with blocks [first,
+// first+count) of in from its extents — zeros for holes — and checks every
+// block read against its checksum. extMu held (read or write).
+func (s *Store) readBlocks(in *inode, first, count uint64, dst []byte) error {
+	r := blockRead{first: first, count: count, dst: dst}
+	ios, err := s.planRead(in, &r, nil)
+	if err != nil {
+		return err
+	}
+	if len(ios) > 0 {
+		if err := s.dev.Read(ios); err != nil {
+			s.log.Error("data read failed", "ino", in.ino, "offset", first*blockSize, "err", err)
+			return err
+		}
+	}
+	return s.verifyRead(in, &r)
+}
+
+// planRead maps r through in's extents: it appends to ios the device reads
+// into r.dst, records them as r's pieces, and fills in what needs no
+// device read — holes with zeros, an inline extent's bytes.
+func (s *Store) planRead(in *inode, r *blockRead, ios []dev.IO) ([]dev.IO, error) {
+	start, end := r.first*blockSize, (r.first+r.count)*blockSize
+	xs, err := s.extentsIn(in.ino, start, end)
+	if err != nil {
+		return ios, err
+	}
+	dst := r.dst
+	var inline []byte
+	// dst is cleared (holes read as zeros) unless the extents cover it
+	// end to end: a pooled buffer is not zero.
+	covered := uint64(0)
+	for _, f := range xs {
+		if f.x.Type == engine.ExtentInline {
+			inline = f.x.Data
+			continue
+		}
+		cutS, cutE := max(f.off, start), min(f.end(), end)
+		p := readPiece{disk: uint64(f.x.DiskBytenr) + cutS - f.off, off: cutS - start, n: int((cutE - cutS) / blockSize)}
+		if covered == p.off {
+			covered += uint64(p.n) * blockSize
+		}
+		r.pieces = append(r.pieces, p)
+		ios = append(ios, dev.IO{Off: int64(p.disk), Buf: dst[p.off : p.off+uint64(p.n)*blockSize]})
+	}
+	if inline != nil || covered != uint64(len(dst)) {
+		clear(dst)
+	}
+	copy(dst, inline) // block 0 is dst's first block: start is 0
+	return ios, nil
+}
+
+// verifyRead checks every block r's pieces read against its checksum. A
+// read-ahead run that fails is not logged or counted here: a demand read
+// of the block will be.
+func (s *Store) verifyRead(in *inode, r *blockRead) error {
+	start := r.first * blockSize
+	for _, p := range r.pieces {
+		sums, err := s.lookupCsums(p.disk, p.n)
+		if err != nil {
+			s.log.Error("data checksums missing", "ino", in.ino, "err", err)
+			return err
+		}
+		for i, want := range sums {
+			blk := r.dst[p.off+uint64(i)*blockSize:][:blockSize]
+			if got := engine.DataCsum(blk); got != want && r.ahead {
+				return engine.ErrCorruption
+			} else if got != want {
+				fileOff := start + p.off + uint64(i)*blockSize
+				bytenr := p.disk + uint64(i)*blockSize
+				s.log.Error("data checksum mismatch", "ino", in.ino, "offset", fileOff, "bytenr", bytenr,
+					"want", fmt.Sprintf("%08x", want), "got", fmt.Sprintf("%08x", got))
+				s.stats.csumErrors.Add(1)
+				return fmt.Errorf("%w: inode %d offset %d (block %d): data checksum %08x, expected %08x",
+					engine.ErrCorruption, in.ino, fileOff, bytenr, got, want)
+			}
+		}
+	}
+	return nil
+}
