@@ -215,6 +215,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	w.sb.LogRoot = ref
 	w.sb.LogTransid = gen
 	w.ios = e.nodeWrites(nodes)
+	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(w.ios, superWrites(w.sb))))
 	if err := e.writeSuper(w, nil); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync/atomic"
 
+	"ustore/dev"
 	"ustore/lock"
 )
 
@@ -32,17 +33,22 @@ func (t *Tree) Stats() TreeStats {
 
 type engineStats struct {
 	commits, logSyncs, nodesWritten, nodeReads, corrupt atomic.Uint64
+	logSyncRoundTrips                                   atomic.Uint64
 }
 
 // Stats are the engine's counters since mount.
 type Stats struct {
 	Commits, LogSyncs, NodesWritten, NodeReads, Corrupt uint64
+	// LogSyncRoundTrips counts the device round trips log syncs waited
+	// on, one after the other: each batch of writes and each flush.
+	LogSyncRoundTrips uint64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := &e.stats
-	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load()}
+	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load(),
+		LogSyncRoundTrips: s.logSyncRoundTrips.Load()}
 }
 
 // LockStats returns the node-lock wait accounting of each level of the tree
@@ -54,4 +60,19 @@ func (t *Tree) LockStats() []lock.ClassStats {
 		out = append(out, c.Snapshot())
 	}
 	return append(out, t.rootClass.Snapshot())
+}
+
+// roundTrips is the number of device round trips WriteDurable(stages...)
+// waits on, one after the other: per stage, its writes (when it has any)
+// and its flush. A lone write linked to its flush in one submission is
+// still two: the flush starts when the write has completed.
+func roundTrips(stages ...[]dev.IO) int {
+	n := 0
+	for _, s := range stages {
+		if len(s) > 0 {
+			n++
+		}
+		n++
+	}
+	return n
 }

@@ -19,6 +19,7 @@ type storeStats struct {
 	renameWritebacks                atomic.Uint64
 	spaceWaits                      atomic.Uint64
 	nameItemFull                    atomic.Uint64
+	fsyncDataRoundTrips             atomic.Uint64
 }
 
 // Stats are the store's counters since mount.
@@ -52,6 +53,22 @@ type Stats struct {
 	// trees' parent write locks and leaf splits.
 	Log     logtree.Stats
 	LogTree engine.TreeStats
+	// DeviceRoundTrips counts the device round trips an fsync waits on,
+	// one after the other.
+	DeviceRoundTrips RoundTrips
+}
+
+// RoundTrips are device round trips on fsync's path — a batch of writes
+// waited on, or a flush — counted where they are made. An fsync that logs
+// waits for its data writes (FsyncData, its own) and for the log sync it
+// joins (LogSync, shared by every fsync of the group): an fsync's figure
+// is FsyncData/FsyncLogged + LogSync/Log.Syncs.
+type RoundTrips struct {
+	// FsyncData: writes of dirty data made by fsyncs before they log or
+	// commit (ordered data: each batch is written before the log maps it).
+	FsyncData uint64
+	// LogSync: the writes and flushes of log syncs (engine.SyncLog).
+	LogSync uint64
 }
 
 // Stats returns the store's counters.
@@ -66,6 +83,7 @@ func (s *Store) Stats() Stats {
 		NameItemFull: s.stats.nameItemFull.Load(),
 		DirtyBytes:   s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(),
+		DeviceRoundTrips: RoundTrips{FsyncData: s.stats.fsyncDataRoundTrips.Load(), LogSync: s.e.Stats().LogSyncRoundTrips},
 	}
 }
 
