@@ -272,3 +272,69 @@ func TestLogChain_Crash_StaleNodes(t *testing.T) {
 	}
 	closeCheck(t, s3)
 }
+
+// TestLogChain_NoChain_FsyncCommits: a transaction whose superblock names
+// no log chain (the device was full when the commit before it allocated
+// the head) cannot log: its fsyncs commit (fallback log_full), the store
+// stays writable, and the commit names a chain for the next transaction,
+// whose fsyncs log again.
+func TestLogChain_NoChain_FsyncCommits(t *testing.T) {
+	ctx := context.Background()
+	d := newTestDevice(t, 64<<20)
+	s := openTest(t, d, crashOptions())
+	a, err := s.Create(RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Crash(memdev.KeepNone())
+	s.Close(ctx)
+	// The newest superblock, both copies, without a chain.
+	sb := lcNewestSuper(t, c)
+	clear(sb[lcSbLogChain : lcSbLogChain+16])
+	for _, off := range []uint64{binary.LittleEndian.Uint64(sb[lcRecBytenr:]), binary.LittleEndian.Uint64(sb[lcRecBytenr:]) + 512<<10} {
+		b := bytes.Clone(sb)
+		binary.LittleEndian.PutUint64(b[lcRecBytenr:], off)
+		binary.LittleEndian.PutUint32(b, crc32.Checksum(b[8:], crc32.MakeTable(crc32.Castagnoli)))
+		if err := c.WriteDurable([]dev.IO{{Off: int64(off), Buf: b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2, err := Open(c, crashOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsync := func(step int) []byte {
+		v := crashData(step, 0, 2*blockSize)
+		if _, err := s2.Write(a.Ino, 0, v); err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.Fsync(ctx, a.Ino, false); err != nil {
+			t.Fatalf("fsync %d: %v", step, err)
+		}
+		return v
+	}
+	fsync(1)
+	if st := s2.Stats(); st.FsyncCommit != 1 || st.FsyncFallbacks["log_full"] != 1 || st.FsyncLogged != 0 {
+		t.Fatalf("fsync without a log chain: %+v; want one commit, fallback log_full", st)
+	}
+	want := fsync(2)
+	if st := s2.Stats(); st.FsyncLogged != 1 {
+		t.Fatalf("fsync after the commit: %+v; want it logged", st)
+	}
+	c2 := c.Crash(memdev.KeepNone())
+	s2.Close(ctx)
+	s3, err := Open(c2, crashOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := s3.Replay(); !rep.Applied {
+		t.Fatalf("replay: %+v; want the logged fsync applied", rep)
+	}
+	if got, ok := lcContent(t, s3, RootIno, "f"); !ok || !bytes.Equal(got, want) {
+		t.Fatalf("f: present %v, %d bytes; want what its last fsync logged", ok, len(got))
+	}
+	closeCheck(t, s3)
+}
