@@ -126,17 +126,6 @@ func lcLogRoot(t *testing.T, d *memdev.Device) (uint64, int) {
 	return r.root, r.level
 }
 
-// lcLogNodes returns the bytenrs of the log tree's nodes, root first, then
-// the leaves left to right.
-func lcLogNodes(t *testing.T, d *memdev.Device) (root uint64, leaves []uint64) {
-	t.Helper()
-	root, _ = lcLogRoot(t, d)
-	if root == 0 {
-		t.Fatal("the log chain names no log")
-	}
-	return root, lcTreeLeaves(t, d, root)
-}
-
 // lcTreeLeaves returns the leaves of the log tree under root, left to
 // right.
 func lcTreeLeaves(t *testing.T, d *memdev.Device, root uint64) (leaves []uint64) {
