@@ -15,7 +15,7 @@ func TestChainRecord_Decode_Rejects(t *testing.T) {
 	at := Bytenr(firstAllocatable + 64*4096)
 	good := chainRecord{bytenr: at, id: 0xfeed, transid: 7, seq: 3,
 		root: rootRef{bytenr: firstAllocatable + 8*4096, level: 1, generation: MakeLogGen(7, 5).Generation()},
-		gen: MakeLogGen(7, 5), prevGen: MakeLogGen(7, 2), next: at + 4096, digest: 0x1234}
+		gen:  MakeLogGen(7, 5), prevGen: MakeLogGen(7, 2), next: at + 4096, digest: 0x1234}
 	want := chainExpect{bytenr: at, id: 0xfeed, transid: 7, seq: 3, prevGen: MakeLogGen(7, 2)}
 	if r, err := e.decodeChainRecord(good.encode(e.fsid), want); err != nil || r != good {
 		t.Fatalf("the expected record: %+v, %v", r, err)
@@ -31,15 +31,24 @@ func TestChainRecord_Decode_Rejects(t *testing.T) {
 		{"another chain", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.id++; return nil }, "of chain"},
 		{"another transaction", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.transid--; return nil }, "of chain"},
 		{"an older record", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.seq--; return nil }, "sequence"},
-		{"another predecessor", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.prevGen = MakeLogGen(7, 1); return nil }, "sequence"},
-		{"a generation of another transaction", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.gen = MakeLogGen(6, 5); return nil }, "log generation"},
+		{"another predecessor", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte {
+			r.prevGen = MakeLogGen(7, 1)
+			return nil
+		}, "sequence"},
+		{"a generation of another transaction", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte {
+			r.gen = MakeLogGen(6, 5)
+			return nil
+		}, "log generation"},
 		{"a root newer than its sync", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte {
 			r.root.generation = MakeLogGen(7, 6).Generation()
 			return nil
 		}, "root generation"},
 		{"no next block", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.next = 0; return nil }, "next record"},
 		{"itself next", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.next = r.bytenr; return nil }, "next record"},
-		{"a root outside the device", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte { r.root.bytenr = 1 << 40; return nil }, "log root at"},
+		{"a root outside the device", func(r *chainRecord, _ *chainExpect, _ *[16]byte, _ []byte) []byte {
+			r.root.bytenr = 1 << 40
+			return nil
+		}, "log root at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, w, fsid := good, want, e.fsid
