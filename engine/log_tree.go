@@ -61,7 +61,7 @@ type logState struct {
 	// transaction, since T+1 may begin logging while T's last fsyncs
 	// still log into T's.
 	tree *Tree
-	// counted is the most log bytes (blocks × node size) the journal's
+	// counted is the most log bytes ((blocks + chain) × node size) the journal's
 	// dirty-bytes trigger has been told of: a log only its commit frees
 	// counts as that transaction's dirty metadata, so a long commit
 	// interval under heavy fsync commits once the log is DirtyBytesMax
@@ -313,7 +313,7 @@ func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []Bytenr, grown
 		}
 	}
 	st.pending = keep
-	grown = int64(len(st.blocks))*int64(e.geo.nodeSize) - st.counted
+	grown = int64(len(st.blocks)+len(st.chain))*int64(e.geo.nodeSize) - st.counted
 	if grown > 0 {
 		st.counted += grown
 	}
