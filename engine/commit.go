@@ -96,8 +96,8 @@ func (e *Engine) updateRoots(tid journal.Transid) (used int64, pendingRoots map[
 }
 
 // commitSuperWrite seals tid's dirty nodes and makes the superblock that
-// names tid's root tree and no log: tid's log, if any, is unnecessary once
-// this superblock is durable.
+// names tid's root tree and the head of tid+1's log chain: tid's log, if
+// any, is unnecessary once this superblock is durable.
 func (e *Engine) commitSuperWrite(tid journal.Transid, rootTree *Tree, used int64) superWrite {
 	nodes := e.takeDirty(TransGeneration(tid))
 	sealNodes(nodes)
@@ -106,7 +106,7 @@ func (e *Engine) commitSuperWrite(tid journal.Transid, rootTree *Tree, used int6
 	w.sb.Generation = tid
 	w.sb.Root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
 	w.sb.BytesUsed = uint64(used)
-	w.sb.LogRoot, w.sb.LogTransid = rootRef{}, 0
+	w.sb.LogChain, w.sb.ChainID = e.newLogChain(tid + 1)
 	return w
 }
 

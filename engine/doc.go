@@ -14,7 +14,9 @@
 // a search changes the tree), items.go (insert, batch insert, delete,
 // update, resize, iterate), alloc.go, extent_set.go, free_space_tree.go
 // (space), commit.go, mount.go, superblock.go, superblock_choice.go,
-// fsck.go, read_only.go (the degraded mount).
+// log_tree.go (log trees and their syncs), log_chain.go and
+// log_chain_replay.go (the log chain a log sync appends to, and replay's
+// walk of it), fsck.go, read_only.go (the degraded mount).
 //
 // # Searching and locking
 //
@@ -46,8 +48,10 @@
 // run beside it. The commit updates the root items and the free space tree
 // (until neither changes), writes every dirty node in one batch, flushes,
 // writes the superblock to both copies of the slot of its sequence number
-// (the primary and its mirror, one batch), and flushes. A log sync ends the
-// same way: both end with one superWrite (commit.go). Mount reads all four copies and takes the newest sound one
+// (the primary and its mirror, one batch), and flushes (one superWrite,
+// commit.go). A log sync writes no superblock: its nodes and a record of
+// the log chain the last commit's superblock names, then one flush
+// (log_chain.go). Mount reads all four copies and takes the newest sound one
 // (superblock_choice.go holds the decision table).
 //
 // # Invariants

@@ -5,11 +5,12 @@ import (
 	"hash/crc32"
 )
 
-// On-disk format version 2 (version 1 had no superblock mirrors). docs/FORMAT.md
+// On-disk format version 3 (version 1 had no superblock mirrors; version 2
+// wrote a superblock per log sync, naming the log root). docs/FORMAT.md
 // draws every layout; the offsets here are its source of truth.
 
 const (
-	FormatVersion = 2
+	FormatVersion = 3
 	// SectorSize is the unit of allocation for data; nodes are NodeSize.
 	SectorSize = 4096
 	// NodeSizeDefault, NodeSizeMin, NodeSizeMax: chosen at mkfs.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"ustore/dev"
 	"ustore/journal"
 	"ustore/trace"
 )
@@ -16,23 +17,25 @@ import (
 // are never recorded in the free space tree (T's commit makes the log
 // unnecessary, and the free space tree on disk stays that of T-1, which
 // replay corrects by claiming the log's blocks before anything allocates);
-// and its root is named by the superblock that a log sync writes, never by a
-// root item.
+// and its root is named by the record a log sync appends to the log chain
+// (log_chain.go), never by a root item or a superblock.
 //
 // Generations. A log tree's nodes carry a log generation (LogGen),
 // T<<logSubBits | sub, where sub is the log sub-transaction that made them (btrfs: the log
 // transid). A log Trans has the log generation as its id, so the CoW rule
 // of every tree — a node of another generation is copied before its first
 // change — is also the rule of crash safety for logs: a node written by log
-// sync k is copied before its first change in k+1, and the superblock of
-// sync k keeps naming an intact tree until sync k+1's superblock is durable.
+// sync k is copied before its first change in k+1, and the record of sync
+// k keeps naming an intact tree until sync k+1 is durable.
 //
 // Blocks. A log block is taken from the free set without a delta. A node
 // born and dropped in the same sub-transaction was never written: its block
 // goes back at once. A node of an earlier sub-transaction that is CoW'd
 // away was (or will be) written by that sync: its block goes back once a
-// later log superblock is durable. All blocks still held go back when T's
-// commit (whose superblock names no log) is durable.
+// later log sync is durable (replay falls back at most one record, to a
+// tree that still has it until then). All blocks still held, the chain's
+// included, go back when T's commit (whose superblock names the next
+// transaction's chain) is durable.
 
 // LogTreeID owns log tree nodes (btrfs: BTRFS_TREE_LOG_OBJECTID, -6).
 const LogTreeID = ^uint64(5)
@@ -58,12 +61,21 @@ type logState struct {
 	// transaction, since T+1 may begin logging while T's last fsyncs
 	// still log into T's.
 	tree *Tree
-	// counted is the most log bytes (blocks × node size) the journal's
+	// counted is the most log bytes ((blocks + chain) × node size) the journal's
 	// dirty-bytes trigger has been told of: a log only its commit frees
 	// counts as that transaction's dirty metadata, so a long commit
 	// interval under heavy fsync commits once the log is DirtyBytesMax
 	// big instead of growing until the device is full.
 	counted int64
+	// The log chain (log_chain.go): its id, the block the next record goes
+	// to (0: no chain, log syncs fall back to commits), the records
+	// written, the log generation of the last, and every chain block held
+	// (released with the log, node-sized).
+	chainID   uint64
+	chainNext Bytenr
+	chainSeq  uint64
+	chainPrev LogGen
+	chain     []Bytenr
 }
 
 type pendingBlock struct {
@@ -178,14 +190,16 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 }
 
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
-// every earlier one: the log nodes not yet written (in one batch of large
-// writes), a flush, the superblock naming the log root and its mirror, a
-// flush — the superWrite a commit also ends with. The caller holds a handle
-// of tid (so tid cannot commit meanwhile) and serialises syncs of one
-// transaction (the log transaction protocol does). It waits for tid-1 to be
-// durable first: the log records changes on top of tid-1, and replay
-// applies it to the newest committed state. It returns the number of nodes
-// written.
+// every earlier one: the log nodes not yet written and the log chain's next
+// record naming the log root (in one batch of large writes), then one
+// flush — two device round trips, no superblock (log_chain.go). The caller
+// holds a handle of tid (so tid cannot commit meanwhile) and serialises
+// syncs of one transaction (the log transaction protocol does). It waits
+// for tid-1 to be durable first: the log records changes on top of tid-1,
+// and replay applies it to the newest committed state; and tid-1's commit
+// named the chain's head. It returns the number of nodes written. An error
+// wrapping ErrLogFull (no chain, or no block for its next record) changes
+// nothing: the fsyncs commit instead.
 func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err
@@ -194,32 +208,58 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 		return 0, err
 	}
 	gen := MakeLogGen(tid, sub)
-	st, gens := e.takeLogGens(tid, gen)
+	e.logMu.Lock()
+	st := e.logs[tid]
+	var at Bytenr
+	if st != nil {
+		at = st.chainNext
+	}
+	e.logMu.Unlock()
 	if st == nil || !st.live {
 		return 0, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
 	}
+	if at == 0 {
+		return 0, fmt.Errorf("%w: transaction %d has no log chain", ErrLogFull, tid)
+	}
+	ns := uint64(e.geo.nodeSize)
+	next, err := e.alloc.allocLog(ns, true)
+	if err != nil {
+		return 0, fmt.Errorf("%w: no block for the log chain: %w", ErrLogFull, err)
+	}
+	e.logMu.Lock()
+	st.chain = append(st.chain, next)
+	prev, seq := st.chainPrev, st.chainSeq+1
+	gens := e.takeLogGensLocked(st, gen)
+	e.logMu.Unlock()
 	nodes := e.takeLogDirty(gens)
 	sealNodes(nodes)
 	r := st.tree.rootAt(gen.Generation())
-	ref := rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
+	digest, err := e.logDigest(st.tree, r, prev.Generation())
+	if err != nil {
+		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
+	}
+	rec := chainRecord{bytenr: at, id: st.chainID, transid: tid, seq: seq,
+		root: rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()},
+		gen:  gen, prevGen: prev, next: next, digest: digest}
 	start := time.Now()
 	trace.PhaseBegin(uint64(gen), trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
 	defer trace.PhaseEnd(uint64(gen), trace.PhaseLogSync)
 
 	e.commitMu.Lock()
-	defer e.commitMu.Unlock()
-	if e.sb.Generation != tid-1 {
-		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.sb.Generation))
+	onTop := e.sb.Generation == tid-1
+	e.commitMu.Unlock()
+	if !onTop {
+		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.CommittedGeneration()))
 	}
-	w := superWrite{nodes: nodes, sb: e.nextSuper()}
-	w.sb.LogRoot = ref
-	w.sb.LogTransid = gen
-	w.ios = e.nodeWrites(nodes)
-	if err := e.writeSuper(w, nil); err != nil {
+	ios := append(e.nodeWrites(nodes), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid)})
+	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
+	if err := e.dev.WriteDurable(ios); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
-	e.publishSuper(w.sb)
 	markWritten(nodes)
+	e.logMu.Lock()
+	st.chainNext, st.chainSeq, st.chainPrev = next, seq, gen
+	e.logMu.Unlock()
 	free, grown := e.retireLogBlocks(st, gen)
 	e.releaseLogBlocks(free)
 	if grown > 0 && e.j != nil && e.j.Running() == tid {
@@ -229,26 +269,21 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	}
 	e.stats.logSyncs.Add(1)
 	e.stats.nodesWritten.Add(uint64(len(nodes)))
-	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "took", time.Since(start))
+	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "seq", seq, "took", time.Since(start))
 	return len(nodes), nil
 }
 
-// takeLogGens returns tid's log state (nil if none) and takes from it the
-// log generations up to gen whose nodes are not yet written.
-func (e *Engine) takeLogGens(tid journal.Transid, gen LogGen) (*logState, []Generation) {
-	e.logMu.Lock()
-	defer e.logMu.Unlock()
-	st := e.logs[tid]
+// takeLogGensLocked takes from st the log generations up to gen whose
+// nodes are not yet written; e.logMu held.
+func (e *Engine) takeLogGensLocked(st *logState, gen LogGen) []Generation {
 	var gens []Generation
-	if st != nil {
-		for g := range st.gens {
-			if g <= gen.Generation() {
-				gens = append(gens, g)
-				delete(st.gens, g)
-			}
+	for g := range st.gens {
+		if g <= gen.Generation() {
+			gens = append(gens, g)
+			delete(st.gens, g)
 		}
 	}
-	return st, gens
+	return gens
 }
 
 // takeLogDirty takes the dirty nodes of log generations gens, in bytenr
@@ -263,7 +298,7 @@ func (e *Engine) takeLogDirty(gens []Generation) []*ExtentBuffer {
 }
 
 // retireLogBlocks takes out of st the blocks that log generation gen's
-// durable superblock made unreachable, to be released, and returns by how
+// durable sync made unreachable, to be released, and returns by how
 // much the log grew past what the journal was told of (counting it now).
 func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []Bytenr, grown int64) {
 	e.logMu.Lock()
@@ -278,14 +313,14 @@ func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []Bytenr, grown
 		}
 	}
 	st.pending = keep
-	grown = int64(len(st.blocks))*int64(e.geo.nodeSize) - st.counted
+	grown = int64(len(st.blocks)+len(st.chain))*int64(e.geo.nodeSize) - st.counted
 	if grown > 0 {
 		st.counted += grown
 	}
 	return free, grown
 }
 
-// releaseLogBlocks returns log blocks no durable superblock reaches.
+// releaseLogBlocks returns log blocks no durable record reaches.
 func (e *Engine) releaseLogBlocks(blocks []Bytenr) {
 	ns := uint64(e.geo.nodeSize)
 	for _, b := range blocks {
@@ -300,7 +335,7 @@ func (e *Engine) releaseLogBlocks(blocks []Bytenr) {
 }
 
 // dropLog releases transaction tid's log once tid is durable: the
-// superblock of its commit names no log.
+// superblock of its commit names another chain.
 func (e *Engine) dropLog(tid journal.Transid) {
 	e.logMu.Lock()
 	st := e.logs[tid]
@@ -314,72 +349,11 @@ func (e *Engine) dropLog(tid journal.Transid) {
 			eb.dirty.Store(false)
 		}
 	}
-	blocks := make([]Bytenr, 0, len(st.blocks))
+	blocks := make([]Bytenr, 0, len(st.blocks)+len(st.chain))
 	for b := range st.blocks {
 		blocks = append(blocks, b)
 	}
-	e.releaseLogBlocks(blocks)
-}
-
-// ReplayLog returns the log tree the mounted superblock names, read-only,
-// and its log generation; nil when there is none. Replay reads it, claims
-// its blocks (ClaimLog) and the data it references (ClaimData), applies it
-// and commits: the commit's superblock names no log.
-func (e *Engine) ReplayLog() (*Tree, LogGen, error) {
-	if e.sb.LogRoot.bytenr == 0 {
-		return nil, 0, nil
-	}
-	t := e.newLogTree()
-	root, err := e.readNode(e.sb.LogRoot.bytenr, LogTreeID, e.sb.LogRoot.level)
-	if err != nil {
-		return nil, e.sb.LogTransid, err
-	}
-	if root.Generation() != e.sb.LogRoot.generation {
-		return nil, e.sb.LogTransid, fmt.Errorf("%w: log root generation %d, superblock says %d", ErrCorruption, root.Generation(), e.sb.LogRoot.generation)
-	}
-	t.root = root
-	return t, e.sb.LogTransid, nil
-}
-
-// ClaimLog reads every node of log tree t (each read verifies its checksum:
-// a damaged log fails here, before anything is applied) and takes their
-// blocks out of the free space until tr is durable: the free space tree of
-// the last commit counts them free.
-func (e *Engine) ClaimLog(tr *Trans, t *Tree) error {
-	var blocks []Bytenr
-	var walk func(eb *ExtentBuffer) error
-	walk = func(eb *ExtentBuffer) error {
-		blocks = append(blocks, eb.bytenr)
-		if eb.IsLeaf() {
-			return nil
-		}
-		for i := range eb.ItemCount() {
-			child, err := e.readChild(t, eb, i)
-			if err != nil {
-				return err
-			}
-			if err := walk(child); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(t.root); err != nil {
-		return err
-	}
-	ns := uint64(e.geo.nodeSize)
-	for _, b := range blocks {
-		if err := e.alloc.claim(uint64(b), ns); err != nil {
-			return fmt.Errorf("engine: log node %d: %w", b, err)
-		}
-	}
-	e.logMu.Lock()
-	st := e.logStateLocked(tr.ID())
-	for _, b := range blocks {
-		st.blocks[b] = struct{}{}
-	}
-	e.logMu.Unlock()
-	return nil
+	e.releaseLogBlocks(append(blocks, st.chain...))
 }
 
 // ClaimData records data space that only the log references as allocated

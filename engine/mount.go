@@ -25,7 +25,7 @@ func MinDeviceSize(nodeSize int) uint64 { return firstAllocatable + 64*uint64(no
 // Mkfs formats the device: a root tree holding the root items of the fs,
 // checksum and free space trees, all empty but the free space tree, which
 // holds one extent: everything after the four initial nodes. Generation 1,
-// sequence 1.
+// sequence 1; the log chain of transaction 2 starts in the first free block.
 func Mkfs(d dev.Device, opts MkfsOptions) error {
 	ns := opts.NodeSize
 	if ns == 0 {
@@ -59,6 +59,10 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 	}
 	freeStart := firstAllocatable + uint64(len(ids)*ns)
 	leafAppend(nodes[FreeSpaceTreeID], fstKey(freeStart, size-freeStart), nil)
+	// The head of transaction 2's log chain: a free block, as every chain
+	// head is (mount claims it). Nothing was ever written there by this
+	// filesystem, and a record must carry the random chain id.
+	head := Bytenr(freeStart)
 	for _, id := range ids {
 		nodes[id].seal()
 		ios = append(ios, dev.IO{Off: int64(nodes[id].bytenr), Buf: nodes[id].data})
@@ -67,7 +71,7 @@ func Mkfs(d dev.Device, opts MkfsOptions) error {
 		Fsid: fsid, Bytenr: slotOffset(1), Version: FormatVersion, Seq: 1, Generation: gen,
 		Root: rootRef{bytenr: nodes[RootTreeID].bytenr, generation: gen}, TotalBytes: size,
 		BytesUsed: uint64(len(ids) * ns), NodeSize: uint32(ns), SectorSize: SectorSize,
-		CsumType: CsumCRC32C, NextIno: FirstFreeIno,
+		CsumType: CsumCRC32C, NextIno: FirstFreeIno, LogChain: head, ChainID: newChainID(),
 	}
 	// Both copies of the other slot are zeroed first: a superblock left by
 	// an earlier format must never be mounted.
@@ -193,6 +197,9 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 	if !opts.ReadOnly {
 		if err := e.loadFreeSpace(); err != nil {
 			return nil, fmt.Errorf("engine: mount: free space: %w", err)
+		}
+		if err := e.claimLogChainHead(); err != nil {
+			return nil, fmt.Errorf("engine: mount: %w", err)
 		}
 	}
 	// A read-only mount writes nothing, a repair included: the damaged

@@ -46,9 +46,3 @@ func (e *Engine) readOnlySpace() SpaceInfo {
 	}
 	return s
 }
-
-// PendingLog returns the log generation of the fsync log the mounted
-// superblock names, if it names one: a read-only mount cannot replay it.
-func (e *Engine) PendingLog() (gen LogGen, ok bool) {
-	return e.sb.LogTransid, e.sb.LogRoot.bytenr != 0
-}

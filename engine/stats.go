@@ -3,6 +3,7 @@ package engine
 import (
 	"sync/atomic"
 
+	"ustore/dev"
 	"ustore/evict"
 	"ustore/lock"
 )
@@ -34,20 +35,26 @@ func (t *Tree) Stats() TreeStats {
 
 type engineStats struct {
 	commits, logSyncs, nodesWritten, nodeReads, corrupt atomic.Uint64
+	logSyncRoundTrips                                   atomic.Uint64
 }
 
 // Stats are the engine's counters since mount.
 type Stats struct {
 	Commits, LogSyncs, NodesWritten, NodeReads, Corrupt uint64
+	// LogSyncRoundTrips counts the device round trips log syncs waited
+	// on, one after the other: each batch of writes and each flush.
+	LogSyncRoundTrips uint64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := &e.stats
-	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load()}
+	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load(),
+		LogSyncRoundTrips: s.logSyncRoundTrips.Load()}
 }
 
-// CacheStats returns the node cache's counters and size: its hit ratio is
+// CacheStats returns the node cache's counters and size (its part of a
+// budget it shares with the store's page cache): its hit ratio is
 // Hits/(Hits+Misses).
 func (e *Engine) CacheStats() evict.Stats { return e.cache.Stats() }
 
@@ -62,6 +69,17 @@ func (t *Tree) LockStats() []lock.ClassStats {
 	return append(out, t.rootClass.Snapshot())
 }
 
-// NodeCacheStats returns the node cache's counters and size (its part of
-// a budget it shares with the store's page cache).
-func (e *Engine) NodeCacheStats() evict.Stats { return e.cache.Stats() }
+// roundTrips is the number of device round trips WriteDurable(stages...)
+// waits on, one after the other: per stage, its writes (when it has any)
+// and its flush. A lone write linked to its flush in one submission is
+// still two: the flush starts when the write has completed.
+func roundTrips(stages ...[]dev.IO) int {
+	n := 0
+	for _, s := range stages {
+		if len(s) > 0 {
+			n++
+		}
+		n++
+	}
+	return n
+}

@@ -9,11 +9,13 @@ import (
 )
 
 // Superblock is the entry point of the on-disk state. It lives in a pair
-// of slots, superSlot0 and superSlot1, each with a mirror: each commit and
-// each log sync writes sequence Seq+1 to both copies of slot Seq+1 mod 2,
+// of slots, superSlot0 and superSlot1, each with a mirror: each commit
+// writes sequence Seq+1 to both copies of slot Seq+1 mod 2,
 // so a torn superblock write leaves the other slot — the previous durable
 // state — intact, and one damaged copy of the newest leaves its twin.
-// Mount chooses among the four copies (superblock_choice.go). Layout:
+// Mount chooses among the four copies (superblock_choice.go). Log syncs
+// write no superblock: they append to the log chain a commit's superblock
+// names (log_chain.go). Layout:
 // docs/FORMAT.md.
 type Superblock struct {
 	Fsid       [16]byte
@@ -23,8 +25,12 @@ type Superblock struct {
 	Seq        uint64
 	Generation journal.Transid // the transaction this superblock commits
 	Root       rootRef
-	LogRoot    rootRef
-	LogTransid LogGen
+	// LogChain is the block the first log chain record of transaction
+	// Generation+1 goes to (0: none — that transaction's fsyncs commit),
+	// and ChainID the id every record of that chain carries
+	// (log_chain.go). Only commits write superblocks.
+	LogChain   Bytenr
+	ChainID    uint64
 	TotalBytes uint64
 	BytesUsed  uint64
 	NodeSize   uint32
@@ -43,8 +49,8 @@ const (
 	sbSeq        = 48
 	sbGeneration = 56
 	sbRoot       = 64 // bytenr u64, level u8 (+7), generation u64
-	sbLogRoot    = 88 // bytenr u64, level u8 (+7), generation u64
-	sbLogTransid = 112
+	sbLogChain   = 88 // the log chain's head block
+	sbChainID    = 96
 	sbTotalBytes = 120
 	sbBytesUsed  = 128
 	sbNodeSize   = 136
@@ -81,8 +87,8 @@ func (sb *Superblock) encode(b []byte) {
 	le.PutUint64(b[sbSeq:], sb.Seq)
 	le.PutUint64(b[sbGeneration:], uint64(sb.Generation))
 	putRootRef(b[sbRoot:], sb.Root)
-	putRootRef(b[sbLogRoot:], sb.LogRoot)
-	le.PutUint64(b[sbLogTransid:], uint64(sb.LogTransid))
+	le.PutUint64(b[sbLogChain:], uint64(sb.LogChain))
+	le.PutUint64(b[sbChainID:], sb.ChainID)
 	le.PutUint64(b[sbTotalBytes:], sb.TotalBytes)
 	le.PutUint64(b[sbBytesUsed:], sb.BytesUsed)
 	le.PutUint32(b[sbNodeSize:], sb.NodeSize)
@@ -172,8 +178,8 @@ func decodeSuperCopy(b []byte, off uint64) superCopy {
 	sb.Seq = le.Uint64(b[sbSeq:])
 	sb.Generation = journal.Transid(le.Uint64(b[sbGeneration:]))
 	sb.Root = getRootRef(b[sbRoot:])
-	sb.LogRoot = getRootRef(b[sbLogRoot:])
-	sb.LogTransid = LogGen(le.Uint64(b[sbLogTransid:]))
+	sb.LogChain = Bytenr(le.Uint64(b[sbLogChain:]))
+	sb.ChainID = le.Uint64(b[sbChainID:])
 	sb.TotalBytes = le.Uint64(b[sbTotalBytes:])
 	sb.BytesUsed = le.Uint64(b[sbBytesUsed:])
 	sb.NodeSize = le.Uint32(b[sbNodeSize:])
@@ -216,12 +222,10 @@ func (sb *Superblock) check(off uint64) error {
 		return fmt.Errorf("generation %d, root generation %d", sb.Generation, sb.Root.generation)
 	case !nodeOK(sb.Root):
 		return fmt.Errorf("root tree root at %d, level %d", sb.Root.bytenr, sb.Root.level)
-	case (sb.LogRoot.bytenr == 0) != (sb.LogTransid == 0):
-		return fmt.Errorf("log root at %d with log generation %#x", sb.LogRoot.bytenr, uint64(sb.LogTransid))
-	case sb.LogRoot.bytenr != 0 && (!nodeOK(sb.LogRoot) || sb.LogTransid.Transid() != sb.Generation+1):
-		// A log sync logs transaction Generation+1 (SyncLog).
-		return fmt.Errorf("log root at %d, level %d, log generation %#x on generation %d",
-			sb.LogRoot.bytenr, sb.LogRoot.level, uint64(sb.LogTransid), sb.Generation)
+	case (sb.LogChain == 0) != (sb.ChainID == 0):
+		return fmt.Errorf("log chain at %d with chain id %#x", sb.LogChain, sb.ChainID)
+	case sb.LogChain != 0 && !nodeOK(rootRef{bytenr: sb.LogChain}):
+		return fmt.Errorf("log chain at %d", sb.LogChain)
 	}
 	return nil
 }

@@ -456,6 +456,24 @@ func TestMount_SuperblockVersionAndBlank(t *testing.T) {
 	}
 }
 
+// TestMount_SuperblockVersion2: an image of format version 2 (a
+// superblock per log sync, naming the log root where version 3 names the
+// log chain) is refused with ErrFormatVersion naming both versions, before
+// anything reads the fields whose meaning changed.
+func TestMount_SuperblockVersion2(t *testing.T) {
+	img := newSuperImage(t)
+	for _, c := range readSuperCopies(img.d) {
+		sb := c.sb
+		sb.Version = 2
+		writeCopy(t, img.d, c.off, sb)
+	}
+	_, err := Mount(img.d, Options{Logger: quiet()})
+	if !errors.Is(err, ErrFormatVersion) || !strings.Contains(err.Error(), "format version 2") ||
+		!strings.Contains(err.Error(), "this build reads version 3") {
+		t.Errorf("version 2 image: %v, want ErrFormatVersion naming versions 2 and 3", err)
+	}
+}
+
 // FuzzSuperblock_Choose decodes four arbitrary copies (seeded with a real
 // superblock) and chooses among them: never a panic, and a chosen
 // superblock is always a sound copy's, never older than a checksummed

@@ -109,9 +109,9 @@
 //     Log.sync)
 //  2. Syncs run one at a time, in sub-transaction order: a sync writes the
 //     nodes of every earlier unsynced sub-transaction with its own, and
-//     its superblock may name nodes an earlier sync wrote. (Log.sync)
+//     its chain record may name nodes an earlier sync wrote. (Log.sync)
 //  3. lastLogCommit only grows; it is written only by a committer, after
-//     its superblock is durable, and read without the mutex (the 2021
+//     its log sync (nodes, chain record, flush) is durable, and read without the mutex (the 2021
 //     btrfs fsync patch; TestLog_LastLogCommit_TakesNoLock). A context
 //     whose sync another committer ran finds that sync's generation
 //     published once it succeeded. (Log.sync)
@@ -119,8 +119,11 @@
 //     (forceCommit): a half-logged inode could otherwise be made durable by
 //     another context's sync. A poisoned log is never synced, and every
 //     later fsync of that transaction commits. (Log.sync)
-//  5. Replay reads and verifies the whole log before it changes anything;
-//     a damaged log is reported and not applied at all. (Replay)
+//  5. Replay reads and verifies the whole log before it changes anything —
+//     the log of the chain's newest record, or of the one before it when
+//     the newest sync did not complete (its nodes, digest or logged data do
+//     not verify); a damaged log is reported and not applied at all.
+//     (Replay; engine/log_chain.go)
 //
 // # The fsync path
 //
@@ -142,13 +145,16 @@
 //	logtree/log.go        log sub-transactions, contexts, group commit,
 //	                      lastLogCommit; Sync calls engine.SyncLog
 //	engine/log_tree.go    log generations, the log tree's blocks, SyncLog:
-//	                      the nodes, the flush, the log superblock
+//	                      the nodes and a chain record, one flush
+//	engine/log_chain.go   the log chain: records, their checks, the digest;
+//	                      log_chain_replay.go: head, walk, candidates
 //	logtree/writer.go     Set, Insert, DeleteRange into the log tree (the
 //	                      leaf-only relog of Set: TestLog_RelogLeafOnly)
 //	store/log_track.go    what the running transaction changed, and why a
 //	                      log can no longer express an fsync (fallbacks)
 //	logtree/format.go     the log-only items
-//	logtree/replay.go     Replay at mount: read, verify, claim, stages
+//	logtree/replay.go     Replay at mount: choose the log (chain, tree,
+//	                      digest, data), claim, stages
 //	store/log_replay.go   the store's Target: the stages applied to the tree
 //
 // The log's items are copies of fs and csum tree items (same keys and

@@ -228,7 +228,7 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			return ErrLogForceCommit
 		}
 		// We commit c.sub: wait for the previous sync (it wrote nodes our
-		// superblock may name) and for our writers.
+		// chain record may name) and for our writers.
 		if prev := l.logCommit[(c.sub+1)%2]; prev != nil {
 			l.mu.Unlock()
 			<-prev.done

@@ -42,7 +42,7 @@ type Extent struct {
 
 // Report says what replay did.
 type Report struct {
-	Found         bool          // the superblock named a log
+	Found         bool          // the log chain held a record
 	LogGeneration engine.LogGen // its log generation
 	Applied       bool
 	Inodes        int
@@ -73,33 +73,81 @@ type csumRun struct {
 	sums  []byte
 }
 
-// Replay applies the log the mounted superblock names, if any, and commits:
-// the commit's superblock names no log. A damaged log is reported in the
-// Report (Lost) and the store stays at its last commit; an error means the
-// log could not be applied and nothing was committed.
+// Replay applies the log the mounted superblock's log chain holds, if
+// any, and commits: the commit's superblock names a new chain. Of the
+// chain's newest record and the one before it (engine.ReplayLog), it
+// applies the first whose log reads whole — every node verified, the
+// record's digest of them matching — and whose logged data matches its
+// logged checksums: the newest record's sync may not have completed (its
+// record, nodes and data went out in one batch before one flush), the one
+// before it had. If the newest fails and there is none before it, no log
+// sync of the transaction completed: nothing is applied, and nothing is
+// lost. If both fail, the log is damaged: that is reported in the Report
+// (Lost) and the store stays at its last commit. An error means the log
+// could not be applied and nothing was committed.
 func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logger) (Report, error) {
 	start := time.Now()
-	t, gen, err := e.ReplayLog()
-	rep := Report{Found: t != nil || err != nil, LogGeneration: gen}
+	cands, err := e.ReplayLog()
+	rep := Report{Found: len(cands) > 0 || err != nil}
 	if !rep.Found {
 		return rep, nil
 	}
+	rep.LogGeneration = cands[0].Gen
 	tr, serr := e.Start()
 	if serr != nil {
 		return rep, serr
 	}
 	var items *logItems
-	if err == nil {
-		err = e.ClaimLog(tr, t)
-	}
-	if err == nil {
-		items, err = readLog(t)
+	var chosen *engine.LogCandidate
+	for i, c := range cands {
+		if err != nil {
+			break
+		}
+		cerr := e.CheckLog(c)
+		if cerr == nil {
+			items, cerr = readLog(c.Tree)
+		}
+		if cerr == nil {
+			cerr = verifyData(e, items)
+		}
+		switch {
+		case cerr == nil:
+			chosen = c
+		case i == 0:
+			// The newest record's sync did not complete; the one
+			// before it (if any) did.
+			log.Info("logtree: the newest log sync did not complete; it was never acknowledged",
+				"log_generation", c.Gen, "seq", c.Seq, "why", cerr)
+			items = nil
+			continue
+		default:
+			err = cerr
+		}
+		break
 	}
 	if err != nil {
 		tr.End()
 		rep.Lost = err
 		log.Error("logtree: the fsync log is damaged and was not applied; the store is at its last commit, and fsyncs acknowledged after that commit are lost",
-			"log_generation", gen, "transaction", gen.Transid(), "err", err)
+			"log_generation", rep.LogGeneration, "transaction", rep.LogGeneration.Transid(), "err", err)
+		_, cerr := e.Commit(ctx)
+		rep.Took = time.Since(start)
+		return rep, cerr
+	}
+	if chosen == nil {
+		// Only one record, whose sync did not complete: no fsync of the
+		// log was acknowledged. The commit starts a new chain.
+		tr.End()
+		_, cerr := e.Commit(ctx)
+		rep.Took = time.Since(start)
+		return rep, cerr
+	}
+	rep.LogGeneration = chosen.Gen
+	if err := e.ClaimLog(tr, chosen); err != nil {
+		tr.End()
+		rep.Lost = err
+		log.Error("logtree: the fsync log's blocks are in use; it was not applied, the store is at its last commit, and fsyncs acknowledged after that commit are lost",
+			"log_generation", rep.LogGeneration, "err", err)
 		_, cerr := e.Commit(ctx)
 		rep.Took = time.Since(start)
 		return rep, cerr
@@ -115,9 +163,19 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 	}
 	rep.Applied = true
 	rep.Took = time.Since(start)
-	log.Info("logtree: replayed the fsync log", "log_generation", gen, "inodes", rep.Inodes,
+	log.Info("logtree: replayed the fsync log", "log_generation", rep.LogGeneration, "inodes", rep.Inodes,
 		"dir_ranges", rep.DirRanges, "file_ranges", rep.FileRanges, "data_bytes", rep.DataBytes, "took", rep.Took)
 	return rep, nil
+}
+
+// verifyData checks every logged data block against its logged checksum.
+func verifyData(e *engine.Engine, li *logItems) error {
+	for _, c := range li.csums {
+		if err := e.VerifyData(engine.Bytenr(c.start), c.sums); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readLog reads every item of log tree t.

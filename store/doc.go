@@ -31,7 +31,10 @@
 //     transaction (engine.Abort), so half an operation is never committed.
 //     (abortOnError)
 //  3. Ordered data: an extent item enters a transaction only after its data
-//     write has completed; the commit's flush precedes its superblock. The
+//     write has completed; the commit's flush precedes its superblock,
+//     and a log sync's one flush follows it (the sync's chain record may
+//     reach the disk without the data: replay checks logged data against
+//     its logged checksums, logtree.Replay). The
 //     tree's size of a file covers only data written for it: writeback
 //     advances it batch by batch, over a prefix whose dirty pages are all
 //     written. (writeExtents)

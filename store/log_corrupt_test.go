@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"syscall"
 	"testing"
@@ -28,7 +29,7 @@ const (
 	lcSuperSize   = 4096
 	lcSbMagic     = 32
 	lcSbSeq       = 48
-	lcSbLogRoot   = 88
+	lcSbLogChain  = 88 // the log chain's head, then the chain id
 	lcHdrLevel    = 52
 	lcHdrNritems  = 56
 	lcHeaderSize  = 64
@@ -49,9 +50,53 @@ func lcRead(t *testing.T, d *memdev.Device, off int64, n int) []byte {
 	return buf
 }
 
-// lcLogRoot returns the log root (bytenr, level) that d's newest
-// superblock names; bytenr 0: none.
-func lcLogRoot(t *testing.T, d *memdev.Device) (uint64, int) {
+// The log chain record (engine/log_chain.go): checksum, fsid, bytenr,
+// magic, chain id, transaction, sequence, log root (bytenr, level,
+// generation), then the next record's block.
+const (
+	lcRecBytenr  = 24
+	lcRecMagic   = 32
+	lcRecID      = 40
+	lcRecSeq     = 56
+	lcRecRoot    = 64
+	lcRecGen     = 88
+	lcRecPrevGen = 96
+	lcRecNext    = 104
+)
+
+var lcRecMagicBytes = []byte("_USTLOG3")
+
+// lcRecord is a record of the log chain as a test reads it: where it
+// lives and the log root it names.
+type lcRecord struct {
+	at, root uint64
+	level    int
+}
+
+// lcLogChain follows the log chain that d's newest superblock names and
+// returns its records, oldest first: those with a valid checksum, the
+// chain's id and the next sequence (the test's own reading of the rules).
+func lcLogChain(t *testing.T, d *memdev.Device) []lcRecord {
+	t.Helper()
+	sb := lcNewestSuper(t, d)
+	at, id := binary.LittleEndian.Uint64(sb[lcSbLogChain:]), binary.LittleEndian.Uint64(sb[lcSbLogChain+8:])
+	var recs []lcRecord
+	for seq := uint64(1); at != 0; seq++ {
+		b := lcRead(t, d, int64(at), 4096)
+		if crc32.Checksum(b[8:], crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b) ||
+			!bytes.Equal(b[lcRecMagic:lcRecMagic+8], lcRecMagicBytes) || binary.LittleEndian.Uint64(b[lcRecBytenr:]) != at ||
+			binary.LittleEndian.Uint64(b[lcRecID:]) != id || binary.LittleEndian.Uint64(b[lcRecSeq:]) != seq {
+			break
+		}
+		recs = append(recs, lcRecord{at: at, root: binary.LittleEndian.Uint64(b[lcRecRoot:]), level: int(b[lcRecRoot+8])})
+		at = binary.LittleEndian.Uint64(b[lcRecNext:])
+	}
+	return recs
+}
+
+// lcNewestSuper returns the primary superblock copy of the highest
+// sequence.
+func lcNewestSuper(t *testing.T, d *memdev.Device) []byte {
 	t.Helper()
 	var best []byte
 	for _, slot := range []int64{lcSuperSlot0, lcSuperSlot1} {
@@ -66,17 +111,25 @@ func lcLogRoot(t *testing.T, d *memdev.Device) (uint64, int) {
 	if best == nil {
 		t.Fatal("no superblock")
 	}
-	return binary.LittleEndian.Uint64(best[lcSbLogRoot:]), int(best[lcSbLogRoot+8])
+	return best
 }
 
-// lcLogNodes returns the bytenrs of the log tree's nodes, root first, then
-// the leaves left to right.
-func lcLogNodes(t *testing.T, d *memdev.Device) (root uint64, leaves []uint64) {
+// lcLogRoot returns the log root (bytenr, level) that the newest record of
+// d's log chain names; bytenr 0: none.
+func lcLogRoot(t *testing.T, d *memdev.Device) (uint64, int) {
 	t.Helper()
-	root, _ = lcLogRoot(t, d)
-	if root == 0 {
-		t.Fatal("the superblock names no log")
+	recs := lcLogChain(t, d)
+	if len(recs) == 0 {
+		return 0, 0
 	}
+	r := recs[len(recs)-1]
+	return r.root, r.level
+}
+
+// lcTreeLeaves returns the leaves of the log tree under root, left to
+// right.
+func lcTreeLeaves(t *testing.T, d *memdev.Device, root uint64) (leaves []uint64) {
+	t.Helper()
 	var walk func(bytenr uint64)
 	walk = func(bytenr uint64) {
 		b := lcRead(t, d, int64(bytenr), lcTestNodeLen)
@@ -90,7 +143,7 @@ func lcLogNodes(t *testing.T, d *memdev.Device) (root uint64, leaves []uint64) {
 		}
 	}
 	walk(root)
-	return root, leaves
+	return leaves
 }
 
 // lcFlip flips one byte of the node at bytenr on d (and flushes).
@@ -125,11 +178,14 @@ func lcContent(t *testing.T, s *Store, dir Ino, name string) ([]byte, bool) {
 	return buf, true
 }
 
-// TestLogCorrupt_DamagedLogNotApplied: fsyncs logged (not committed), a
-// power cut that keeps everything, one byte of one log node flipped: the
-// mount succeeds, reports the log lost and applies none of it — the store
-// is at its last commit, fsck clean — and clears the log, so that a second
-// mount (after another power cut) does not find it again.
+// TestLogCorrupt_DamagedLogNotApplied: fsyncs logged (not committed), each
+// its own log sync, a power cut that keeps everything, one byte flipped in
+// one node of the newest log sync's tree and in the same node of the one
+// before: the mount succeeds, reports the log lost and applies none of it —
+// the store is at its last commit, fsck clean — and clears the log, so that
+// a second mount (after another power cut) does not find it again. Damage
+// to the newest sync's tree alone is what a power cut during that sync
+// leaves: replay applies the sync before it ("newest-only").
 func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -140,6 +196,7 @@ func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 		{"big-root", true, "root"},
 		{"big-first-leaf", true, "first-leaf"},
 		{"big-last-leaf", true, "last-leaf"},
+		{"newest-only", false, "newest-root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -192,19 +249,32 @@ func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 
 			c := d.Crash(memdev.KeepAll())
 			s.Close(ctx)
-			root, leaves := lcLogNodes(t, c)
-			if tc.big && len(leaves) < 2 {
-				t.Fatalf("log of %d leaves, want several", len(leaves))
+			recs := lcLogChain(t, c)
+			if len(recs) != len(fsyncs) {
+				t.Fatalf("log chain of %d records after %d log syncs", len(recs), len(fsyncs))
 			}
-			target := root
-			switch tc.which {
-			case "first-leaf":
-				target = leaves[0]
-			case "last-leaf":
-				target = leaves[len(leaves)-1]
+			flipped := map[uint64]bool{}
+			for i, r := range recs[len(recs)-2:] {
+				if tc.which == "newest-root" && i == 0 {
+					continue
+				}
+				leaves := lcTreeLeaves(t, c, r.root)
+				if tc.big && i == 1 && len(leaves) < 2 {
+					t.Fatalf("log of %d leaves, want several", len(leaves))
+				}
+				target := r.root
+				switch tc.which {
+				case "first-leaf":
+					target = leaves[0]
+				case "last-leaf":
+					target = leaves[len(leaves)-1]
+				}
+				if !flipped[target] {
+					lcFlip(t, c, target, lcTestNodeLen/2+17)
+					flipped[target] = true
+				}
+				t.Logf("log sync %d: root %d, %d leaves; flipped a byte of node %d", len(recs)-1+i, r.root, len(leaves), target)
 			}
-			lcFlip(t, c, target, lcTestNodeLen/2+17)
-			t.Logf("log: root %d, %d leaves; flipped a byte of node %d", root, len(leaves), target)
 
 			s2, err := Open(c, crashOptions())
 			if err != nil {
@@ -212,11 +282,27 @@ func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 			}
 			rep := s2.Replay()
 			t.Logf("replay: %+v", rep)
-			if !rep.Found || rep.Applied || rep.Lost == nil {
-				t.Fatalf("replay of a damaged log: %+v; want found, not applied, lost", rep)
-			}
 			if err := cpCheck(s2); err != nil {
 				t.Fatalf("fsck: %v", err)
+			}
+			if tc.which == "newest-root" {
+				// The sync before the newest: a's change, not n.
+				if !rep.Found || !rep.Applied || rep.Lost != nil {
+					t.Fatalf("replay with the newest log sync damaged: %+v; want the one before it applied", rep)
+				}
+				want := bytes.Clone(va)
+				copy(want[blockSize:], crashData(2, blockSize, 2*blockSize))
+				if got, ok := lcContent(t, s2, RootIno, "committed"); !ok || !bytes.Equal(got, want) {
+					t.Fatalf("committed file: present %v, %d bytes; want the content its fsync logged", ok, len(got))
+				}
+				if _, err := s2.Lookup(RootIno, "new"); !errors.Is(err, syscall.ENOENT) {
+					t.Fatalf("new: %v; want it absent (only the damaged log sync had it)", err)
+				}
+				closeCheck(t, s2)
+				return
+			}
+			if !rep.Found || rep.Applied || rep.Lost == nil {
+				t.Fatalf("replay of a damaged log: %+v; want found, not applied, lost", rep)
 			}
 			if got, ok := lcContent(t, s2, RootIno, "committed"); !ok || !bytes.Equal(got, va) {
 				t.Fatalf("committed file: present %v, %d bytes; want its committed %d bytes", ok, len(got), len(va))
@@ -260,13 +346,13 @@ func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 	}
 }
 
-// TestLogCorrupt_LogSyncFlushError: a flush of the log sync fails (the
-// one after the log's nodes, or the one after its superblock): the fsync
+// TestLogCorrupt_LogSyncFlushError: the flush of the log sync fails (the
+// one after its nodes and chain record): the fsync
 // that asked for it gets the error; a retry never claims success for data
 // that is not durable; after a power cut (keeping none or all of the
 // unflushed writes) everything acknowledged is there, and fsck is clean.
 func TestLogCorrupt_LogSyncFlushError(t *testing.T) {
-	for _, flush := range []int{1, 2} {
+	for _, flush := range []int{1} { // a log sync's only flush (format 3)
 		for _, keep := range []string{"none", "all"} {
 			t.Run(fmt.Sprintf("flush%d-keep-%s", flush, keep), func(t *testing.T) {
 				ctx := context.Background()

@@ -114,7 +114,8 @@ func (s *Store) writeData(ctx context.Context, in *inode) error {
 	_, span := trace.Start(ctx, "write_data", trace.Ino(uint64(in.ino)))
 	defer span.End()
 	before := s.stats.writebackBlocks.Load()
-	err := s.writebackInode(in)
+	writes, err := s.writebackInodeCounted(in)
+	s.stats.fsyncDataRoundTrips.Add(uint64(writes))
 	span.SetAttributes(trace.Bytes(int64(s.stats.writebackBlocks.Load()-before) * blockSize))
 	if err != nil {
 		span.RecordError(err)

@@ -587,6 +587,11 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 		if errors.Is(err, logtree.ErrLogForceCommit) {
 			return outcomeCommit, &errFallback{fallbackLogPoisoned}
 		}
+		if errors.Is(err, engine.ErrLogFull) && !errors.Is(err, engine.ErrReadOnly) {
+			// No log chain to append to (engine.SyncLog changed
+			// nothing): commit.
+			return outcomeCommit, &errFallback{fallbackLogFull}
+		}
 		return outcomeFailed, err
 	}
 	return outcomeLogged, nil

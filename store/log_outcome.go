@@ -55,7 +55,9 @@ const (
 	// fallbackOldTransaction: the inode's change is in a transaction that
 	// is committing.
 	fallbackOldTransaction
-	// fallbackLogFull: the log tree reached its bound.
+	// fallbackLogFull: the log tree reached its bound, or the transaction
+	// has no log chain to append to (the device was full at its head's
+	// allocation, or is now at the next record's).
 	fallbackLogFull
 	// fallbackLogPoisoned: a log of the transaction may hold half an fsync.
 	fallbackLogPoisoned

@@ -142,7 +142,7 @@ func (s *Store) CacheStats() CacheStats {
 	st := s.pc.c.Stats()
 	return CacheStats{
 		BudgetBytes: s.pc.c.Budget().BudgetBytes(), Bytes: s.pc.c.Budget().Bytes(),
-		NodeBytes: s.e.NodeCacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
+		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
 		PageHits: s.stats.pageHits.Load(), PageMisses: s.stats.pageMisses.Load(),
 		ReadAheadBlocks: s.stats.readAheadBlocks.Load(), Evictions: st.Evictions,
 	}

@@ -35,7 +35,7 @@ func (s *Store) writable() error {
 	return nil
 }
 
-// checkNoPendingLog refuses a read-only mount whose superblock names an
+// checkNoPendingLog refuses a read-only mount whose log chain holds an
 // fsync log, unless opts.SkipLogReplay.
 func checkNoPendingLog(e *engine.Engine, opts Options) error {
 	gen, ok := e.PendingLog()

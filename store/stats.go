@@ -24,6 +24,7 @@ type storeStats struct {
 	// and inodes unmount and invalidation visit one at a time.
 	pageHits, pageMisses, readAheadBlocks atomic.Uint64
 	teardownSteps                         atomic.Uint64
+	fsyncDataRoundTrips                   atomic.Uint64
 }
 
 // Stats are the store's counters since mount, and a few values now.
@@ -63,6 +64,22 @@ type Stats struct {
 	// NodeCache is the engine's cache of tree nodes: hits and misses
 	// (a dashboard's hit ratio), loads, evictions, its size now.
 	NodeCache evict.Stats
+	// DeviceRoundTrips counts the device round trips an fsync waits on,
+	// one after the other.
+	DeviceRoundTrips RoundTrips
+}
+
+// RoundTrips are device round trips on fsync's path — a batch of writes
+// waited on, or a flush — counted where they are made. An fsync that logs
+// waits for its data writes (FsyncData, its own) and for the log sync it
+// joins (LogSync, shared by every fsync of the group): an fsync's figure
+// is FsyncData/FsyncLogged + LogSync/Log.Syncs.
+type RoundTrips struct {
+	// FsyncData: writes of dirty data made by fsyncs before they log or
+	// commit (ordered data: each batch is written before the log maps it).
+	FsyncData uint64
+	// LogSync: the writes and flushes of log syncs (engine.SyncLog).
+	LogSync uint64
 }
 
 // Stats returns the store's counters.
@@ -77,6 +94,7 @@ func (s *Store) Stats() Stats {
 		NameItemFull: s.stats.nameItemFull.Load(),
 		DirtyBytes:   s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(), NodeCache: s.e.CacheStats(),
+		DeviceRoundTrips: RoundTrips{FsyncData: s.stats.fsyncDataRoundTrips.Load(), LogSync: s.e.Stats().LogSyncRoundTrips},
 	}
 }
 

@@ -55,7 +55,7 @@ func TestSuperblockRot_FsyncedFilesSurvive(t *testing.T) {
 		}
 	}
 	b := lcRead(t, c, newest, lcSuperSize)
-	b[lcSbLogRoot+3] ^= 0x01
+	b[lcSbLogChain+3] ^= 0x01
 	if err := c.WriteDurable([]dev.IO{{Off: newest, Buf: b}}); err != nil {
 		t.Fatal(err)
 	}

@@ -32,12 +32,21 @@ func (s *Store) maxExtentBlocks() int {
 
 // writebackInode writes back every page of in that is dirty when it starts.
 func (s *Store) writebackInode(in *inode) error {
+	_, err := s.writebackInodeCounted(in)
+	return err
+}
+
+// writebackInodeCounted is writebackInode that also returns the number of
+// device writes it waited on, one after the other: each is a device round
+// trip on the path of whoever waits for the writeback (an fsync counts
+// them, Stats.DeviceRoundTrips).
+func (s *Store) writebackInodeCounted(in *inode) (writes int, err error) {
 	in.wbMu.Lock()
 	defer in.wbMu.Unlock()
 	in.mu.Lock()
 	if in.deleted.Load() || len(in.pages.dirty) == 0 {
 		in.mu.Unlock()
-		return nil
+		return 0, nil
 	}
 	pages := in.pages.dirty
 	in.pages.dirty = map[uint64]*page{}
@@ -59,7 +68,7 @@ func (s *Store) writebackInode(in *inode) error {
 		blocks = append(blocks, b)
 	}
 	slices.Sort(blocks)
-	err := s.writeBlocks(in, pages, blocks, size)
+	err = s.writeBlocks(in, pages, blocks, size, &writes)
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -92,10 +101,10 @@ func (s *Store) writebackInode(in *inode) error {
 	s.wb.setErr(err)
 	if err != nil {
 		s.log.Error("writeback failed", "ino", in.ino, "blocks", len(blocks), "err", err)
-		return err
+		return writes, err
 	}
 	s.stats.writebackBlocks.Add(uint64(len(blocks)))
-	return nil
+	return writes, nil
 }
 
 // releaseWritten moves the pages of blocks that are written and mapped —
@@ -124,7 +133,8 @@ func (s *Store) releaseWritten(in *inode, pages map[uint64]*page, blocks []uint6
 
 // writeBlocks writes pages (blocks, sorted) of in, whose size was size
 // when writeback began: inline, as one batch, or through a wbPipeline.
-func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, size uint64) error {
+// writes counts the device writes (writeExtents).
+func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, size uint64, writes *int) error {
 	if len(blocks) == 1 && blocks[0] == 0 && size <= uint64(s.inlineMax) {
 		return s.writeInline(in, pages[0].buf[:size], size)
 	}
@@ -133,9 +143,9 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 	if len(batches) == 1 {
 		exts, staging := prepareBatch(pages, batches[0])
 		defer putStaging(staging)
-		return s.writeBatch(in, exts, batches[0].end(size), size)
+		return s.writeBatch(in, exts, batches[0].end(size), size, writes)
 	}
-	return newWBPipeline(s, in, pages, size, len(batches)).run(batches)
+	return newWBPipeline(s, in, pages, size, len(batches)).run(batches, writes)
 }
 
 // wbPrepareAhead is how many prepared batches may wait for the device
@@ -165,10 +175,10 @@ func putStaging(b *[]byte) {
 
 // writeBatch writes and maps one batch (writeExtents), retrying with
 // shorter extents when free space is too fragmented for them.
-func (s *Store) writeBatch(in *inode, exts []newExtent, end, size uint64) error {
+func (s *Store) writeBatch(in *inode, exts []newExtent, end, size uint64, writes *int) error {
 	committed := false
 	for {
-		err := s.writeExtents(in, exts, end, size)
+		err := s.writeExtents(in, exts, end, size, writes)
 		if err == nil {
 			return nil
 		}
@@ -236,7 +246,7 @@ type newExtent struct {
 // no extent lies past the tree's size but in its last block — a crash
 // between batches leaves no stale blocks beyond the end of the file for a
 // later extension to expose.
-func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64) error {
+func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64, writes *int) error {
 	ios := make([]dev.IO, len(exts))
 	unreserve := func(xs []newExtent) {
 		for _, x := range xs {
@@ -254,6 +264,7 @@ func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64)
 		exts[i].disk = disk
 		ios[i] = dev.IO{Off: int64(disk), Buf: exts[i].buf}
 	}
+	*writes++
 	if err := s.dev.Write(ios); err != nil {
 		unreserve(exts)
 		return err

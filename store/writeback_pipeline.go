@@ -115,6 +115,7 @@ type wbPipeline struct {
 	released chan struct{}
 	done     chan error
 	failed   atomic.Bool
+	writes   int // device writes, counted by write
 }
 
 // wbPrepared is a batch copied and checksummed, waiting for the device.
@@ -140,11 +141,14 @@ func newWBPipeline(s *Store, in *inode, pages map[uint64]*page, size uint64, bat
 
 // run writes batches and returns the first error; when it returns, every
 // goroutine it started has ended.
-func (w *wbPipeline) run(batches []wbBatch) error {
+// It adds the device writes it made to writes.
+func (w *wbPipeline) run(batches []wbBatch, writes *int) error {
 	go w.release()
 	go w.write()
 	w.prepare(batches)
-	return <-w.done
+	err := <-w.done
+	*writes += w.writes // write's last store happens before its send on done
+	return err
 }
 
 // prepare copies and checksums each batch and queues it, until the last
@@ -169,7 +173,7 @@ func (w *wbPipeline) write() {
 		assert.That(!lastSeen, "store: no writeback batch follows the last")
 		lastSeen = p.batch.last
 		if err == nil {
-			if err = w.s.writeBatch(w.in, p.exts, p.end, w.size); err != nil {
+			if err = w.s.writeBatch(w.in, p.exts, p.end, w.size, &w.writes); err != nil {
 				w.failed.Store(true)
 			} else {
 				w.mapped <- p.batch.runs

@@ -119,7 +119,22 @@ func (c Counters) Summary() []string {
 			out = append(out, fmt.Sprintf("%s%s %+.0f", short, labels, v))
 		}
 	}
+	out = append(out, c.roundTrips()...)
 	slices.Sort(out)
+	return out
+}
+
+// roundTrips derives the device round trips on an fsync's path from the
+// store's counters (store.RoundTrips): per log sync, and data writes per
+// fsync that logged.
+func (c Counters) roundTrips() []string {
+	var out []string
+	if syncs := c["ustore_store_log_syncs_total"]; syncs > 0 {
+		out = append(out, fmt.Sprintf("round trips per log sync: %.2f", c["ustore_store_device_round_trips_log_sync_total"]/syncs))
+	}
+	if logged := c["ustore_store_fsync_logged_total"]; logged > 0 {
+		out = append(out, fmt.Sprintf("round trips of data per logged fsync: %.2f", c["ustore_store_device_round_trips_fsync_data_total"]/logged))
+	}
 	return out
 }
 

@@ -67,11 +67,25 @@ func TestCounters_SubSummary(t *testing.T) {
 		t.Fatalf("delta %v", d)
 	}
 	got := d.Summary()
-	want := []string{"commit_duration_seconds: 4, mean 3.00 ms", "log_sync_batch_size: 10, mean 3.50", "store_fsync_logged_total +40"}
+	want := []string{"commit_duration_seconds: 4, mean 3.00 ms", "log_sync_batch_size: 10, mean 3.50",
+		"round trips of data per logged fsync: 0.00", "store_fsync_logged_total +40"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("summary %q, want %q", got, want)
 	}
 	if Counters(nil).Sub(before) != nil {
 		t.Fatal("a target without counters has a delta")
+	}
+}
+
+// TestCounters_Summary_RoundTrips: the store's round-trip counters become
+// figures per log sync and per logged fsync.
+func TestCounters_Summary_RoundTrips(t *testing.T) {
+	d := Counters{"ustore_store_log_syncs_total": 10, "ustore_store_fsync_logged_total": 40,
+		"ustore_store_device_round_trips_log_sync_total": 40, "ustore_store_device_round_trips_fsync_data_total": 40}
+	want := []string{"round trips of data per logged fsync: 1.00", "round trips per log sync: 4.00",
+		"store_device_round_trips_fsync_data_total +40", "store_device_round_trips_log_sync_total +40",
+		"store_fsync_logged_total +40", "store_log_syncs_total +10"}
+	if got := d.Summary(); !slices.Equal(got, want) {
+		t.Fatalf("summary %q, want %q", got, want)
 	}
 }

@@ -52,8 +52,8 @@ flight; each bad block is printed with its inode, its offset in the file,
 its device block and every path of the file. It prints how many bytes it
 read, how long it took and at what speed.
 
-If the newest superblock names an fsync log (the server stopped without
-unmounting), fsck replays it first, as mount does (e2fsck replays its
+If the log chain the newest superblock names holds an fsync log (the
+server stopped without unmounting), fsck replays it first, as mount does (e2fsck replays its
 journal too), and says so; otherwise it changes nothing but a damaged copy
 of the newest superblock, which it rewrites from its sound twin, as mount
 does. Every damaged superblock copy is reported. A device a running

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+
+	"ustore/dev"
+	"ustore/journal"
+)
+
+// The log chain (format version 3): how replay finds the newest durable
+// log root without a superblock write per log sync (ZFS's ZIL chains its
+// log blocks the same way: include/sys/zil.h, zil_lwb_write_issue).
+//
+// A commit of transaction G allocates, outside any delta, one block for the
+// log of G+1 — the chain's head — and names it in its superblock with a
+// random chain id. Log sync k of G+1 writes record k into the block the
+// chain names next (the head for k = 1), in the same batch as its log
+// nodes, then flushes: two device round trips. Record k names the log root
+// of sync k, and the block record k+1 will go to, allocated now: so the
+// next block's address is durable when record k is, while that block is
+// still unwritten.
+//
+// Replay reads from the head: record k must carry the chain id, the
+// transaction G+1, sequence k, its own bytenr and a valid checksum, and
+// the first one that does not ends the chain. A stale block — a record of
+// an older log, of another chain of the same transaction, or any other
+// content — fails one of those checks. Record k also carries a digest of
+// the log nodes its sync wrote that its root reaches (their bytenrs and
+// checksums, in tree order), which replay recomputes: a record durable
+// over nodes that are not is rejected, and replay falls back to record
+// k-1, whose tree was durable before sync k began and stays intact until
+// sync k's flush has returned (its CoW'd blocks are released only then).
+// The logged data is verified against its logged checksums for the same
+// reason (logtree.Replay): it sat unflushed beside the record.
+//
+// Record, one 4096-byte block at the start of a node-sized block:
+//
+//	off size field
+//	  0    4 crc32c of bytes [8, 4096)
+//	  8   16 fsid
+//	 24    8 bytenr of this block
+//	 32    8 magic "_USTLOG3"
+//	 40    8 chain id (the superblock's)
+//	 48    8 transaction whose log this is (superblock generation + 1)
+//	 56    8 sequence, from 1
+//	 64   24 log root: bytenr u64, level u8, pad 7, generation u64
+//	 88    8 log generation of the sync that wrote it
+//	 96    8 log generation of the record before (0 for the first)
+//	104    8 bytenr of the next record's block
+//	112    4 digest: crc32c over (bytenr u64, checksum u32) of each log node
+//	         of generation above the previous record's, in tree order
+//	116 3980 zero
+const (
+	chainCsum    = 0
+	chainFsid    = 8
+	chainBytenr  = 24
+	chainMagicAt = 32
+	chainIDAt    = 40
+	chainTransid = 48
+	chainSeq     = 56
+	chainRoot    = 64
+	chainGen     = 88
+	chainPrevGen = 96
+	chainNext    = 104
+	chainDigest  = 112
+	chainSize    = SectorSize
+)
+
+var chainMagic = [8]byte{'_', 'U', 'S', 'T', 'L', 'O', 'G', '3'}
+
+// chainRecord is one log sync's record.
+type chainRecord struct {
+	bytenr  Bytenr
+	id      uint64
+	transid journal.Transid
+	seq     uint64
+	root    rootRef
+	gen     LogGen
+	prevGen LogGen
+	next    Bytenr
+	digest  uint32
+}
+
+func (r *chainRecord) encode(fsid [16]byte) []byte {
+	b := dev.AlignedBuffer(chainSize)
+	copy(b[chainFsid:], fsid[:])
+	le.PutUint64(b[chainBytenr:], uint64(r.bytenr))
+	copy(b[chainMagicAt:], chainMagic[:])
+	le.PutUint64(b[chainIDAt:], r.id)
+	le.PutUint64(b[chainTransid:], uint64(r.transid))
+	le.PutUint64(b[chainSeq:], r.seq)
+	putRootRef(b[chainRoot:], r.root)
+	le.PutUint64(b[chainGen:], uint64(r.gen))
+	le.PutUint64(b[chainPrevGen:], uint64(r.prevGen))
+	le.PutUint64(b[chainNext:], uint64(r.next))
+	le.PutUint32(b[chainDigest:], r.digest)
+	le.PutUint32(b[chainCsum:], crc32c(b[chainFsid:chainSize]))
+	return b
+}
+
+// chainExpect is what the predecessor of a record (the superblock, or the
+// record before it) says the record at bytenr must be.
+type chainExpect struct {
+	bytenr  Bytenr
+	id      uint64
+	transid journal.Transid
+	seq     uint64
+	prevGen LogGen
+}
+
+// decodeChainRecord returns the record in b if it is the one want
+// describes, and why not otherwise — which ends the chain.
+func (e *Engine) decodeChainRecord(b []byte, want chainExpect) (chainRecord, error) {
+	if got, stored := crc32c(b[chainFsid:chainSize]), le.Uint32(b[chainCsum:]); got != stored {
+		return chainRecord{}, fmt.Errorf("checksum %#x, stored %#x", got, stored)
+	}
+	r := chainRecord{
+		bytenr: Bytenr(le.Uint64(b[chainBytenr:])), id: le.Uint64(b[chainIDAt:]),
+		transid: journal.Transid(le.Uint64(b[chainTransid:])), seq: le.Uint64(b[chainSeq:]),
+		root: getRootRef(b[chainRoot:]), gen: LogGen(le.Uint64(b[chainGen:])),
+		prevGen: LogGen(le.Uint64(b[chainPrevGen:])), next: Bytenr(le.Uint64(b[chainNext:])),
+		digest: le.Uint32(b[chainDigest:]),
+	}
+	switch {
+	case !bytes.Equal(b[chainMagicAt:chainMagicAt+8], chainMagic[:]) || !bytes.Equal(b[chainFsid:chainFsid+16], e.fsid[:]):
+		return r, fmt.Errorf("not a log chain record of this filesystem")
+	case r.bytenr != want.bytenr:
+		return r, fmt.Errorf("a record of block %d", r.bytenr)
+	case r.id != want.id || r.transid != want.transid:
+		return r, fmt.Errorf("a record of chain %#x of transaction %d, not %#x of %d", r.id, r.transid, want.id, want.transid)
+	case r.seq != want.seq || r.prevGen != want.prevGen:
+		return r, fmt.Errorf("sequence %d after log generation %s, not %d after %s", r.seq, r.prevGen, want.seq, want.prevGen)
+	case r.gen.Transid() != want.transid || r.gen <= r.prevGen || r.root.generation > r.gen.Generation():
+		return r, fmt.Errorf("log generation %s, root generation %d", r.gen, r.root.generation)
+	case !e.chainBlockOK(r.next) || r.next == r.bytenr:
+		return r, fmt.Errorf("next record at %d", r.next)
+	case r.root.bytenr < firstAllocatable || r.root.bytenr%SectorSize != 0 ||
+		uint64(r.root.bytenr)+uint64(e.geo.nodeSize) > uint64(e.dev.Size()) || r.root.level > maxLevel:
+		return r, fmt.Errorf("log root at %d, level %d", r.root.bytenr, r.root.level)
+	}
+	return r, nil
+}
+
+// chainBlockOK: b can hold a chain record.
+func (e *Engine) chainBlockOK(b Bytenr) bool {
+	return b >= firstAllocatable && b%SectorSize == 0 && uint64(b)+uint64(e.geo.nodeSize) <= e.sb.TotalBytes
+}
+
+// readChainRecord reads the block at want.bytenr; ok false when it is not
+// the record want describes (the end of the chain). An error is a read
+// error: the chain's end cannot be told.
+func (e *Engine) readChainRecord(want chainExpect) (chainRecord, bool, error) {
+	buf := dev.AlignedBuffer(chainSize)
+	if err := e.dev.Read([]dev.IO{{Off: int64(want.bytenr), Buf: buf}}); err != nil {
+		return chainRecord{}, false, fmt.Errorf("engine: reading log chain block %d: %w", want.bytenr, err)
+	}
+	r, err := e.decodeChainRecord(buf, want)
+	if err != nil {
+		e.log.Debug("engine: the log chain ends", "block", want.bytenr, "seq", want.seq, "why", err)
+		return r, false, nil
+	}
+	return r, true, nil
+}
+
+// logDigest is the digest of the nodes under root (root included) whose
+// generation is above after, in tree order: the nodes a log sync wrote,
+// when after is the generation of the sync before. It reads only those
+// nodes — at a sync, dirty ones in the cache.
+func (e *Engine) logDigest(t *Tree, root *ExtentBuffer, after Generation) (uint32, error) {
+	var buf []byte
+	var walk func(eb *ExtentBuffer, depth int) error
+	walk = func(eb *ExtentBuffer, depth int) error {
+		if depth > maxLevel {
+			return fmt.Errorf("%w: log tree deeper than %d", ErrCorruption, maxLevel)
+		}
+		buf = le.AppendUint64(buf, uint64(eb.bytenr))
+		buf = le.AppendUint32(buf, le.Uint32(eb.data[hdrCsum:]))
+		if eb.IsLeaf() {
+			return nil
+		}
+		for i := range eb.ItemCount() {
+			if eb.PtrGeneration(i) <= after {
+				continue
+			}
+			child, err := e.readChild(t, eb, i)
+			if err != nil {
+				return err
+			}
+			if err := walk(child, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if root.Generation() > after {
+		if err := walk(root, 0); err != nil {
+			return 0, err
+		}
+	}
+	return crc32c(buf), nil
+}
