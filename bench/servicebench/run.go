@@ -157,15 +157,7 @@ func (b *bench) setup(rep *Report) error {
 		b.dev = b.mem
 		rep.Device = fmt.Sprintf("memdev (in memory), %d bytes", b.mem.Size())
 	} else {
-		if dir := filepath.Dir(b.cfg.File); dir != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		if _, err := layout.File(b.cfg.File, b.cfg.Size, b.phase); err != nil {
-			return fmt.Errorf("lay out %s: %w", b.cfg.File, err)
-		}
-		d, choice, err := devopen.Open(b.cfg.File, devopen.Options{Backend: b.cfg.Backend, Logger: b.cfg.Logger})
+		d, choice, err := b.layOutAndOpen()
 		if err != nil {
 			return err
 		}
@@ -189,19 +181,25 @@ func (b *bench) setup(rep *Report) error {
 	return b.filesInProcess(nfiles)
 }
 
+// layOutAndOpen writes the device file in full (layout.File: its blocks
+// allocated, so that O_DIRECT writes do not allocate) and opens it.
+func (b *bench) layOutAndOpen() (dev.Device, devopen.Choice, error) {
+	if dir := filepath.Dir(b.cfg.File); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, devopen.Choice{}, err
+		}
+	}
+	if _, err := layout.File(b.cfg.File, b.cfg.Size, b.phase); err != nil {
+		return nil, devopen.Choice{}, fmt.Errorf("lay out %s: %w", b.cfg.File, err)
+	}
+	return devopen.Open(b.cfg.File, devopen.Options{Backend: b.cfg.Backend, Logger: b.cfg.Logger})
+}
+
 // setupProcess lays out and formats the device file, then starts the
 // server as a process of its own on it (ServerProcess) and writes each
 // client's file through a client.
 func (b *bench) setupProcess(rep *Report, nfiles int) error {
-	if dir := filepath.Dir(b.cfg.File); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	if _, err := layout.File(b.cfg.File, b.cfg.Size, b.phase); err != nil {
-		return fmt.Errorf("lay out %s: %w", b.cfg.File, err)
-	}
-	d, choice, err := devopen.Open(b.cfg.File, devopen.Options{Backend: b.cfg.Backend, Logger: b.cfg.Logger})
+	d, choice, err := b.layOutAndOpen()
 	if err != nil {
 		return err
 	}
