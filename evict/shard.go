@@ -25,8 +25,8 @@ type shard[E Entry] struct {
 	// items maps a key to its item; every item is also in the ring.
 	items map[uint64]*item[E]
 	// hand is the next item the hand looks at; nil iff items is
-	// empty. New items go just behind it (link), so they are the last it
-	// reaches.
+	// empty. New items go in at the head, just before tail (link,
+	// clock.go), wherever the hand is.
 	hand *item[E]
 	// bytes is the sum of the items' charged bytes.
 	bytes int64

@@ -32,8 +32,8 @@ func fileIDOf(fi fs.FileInfo) fileID {
 // nothing accepts on it (a stale socket of a dead server); any other file
 // is left alone and is an error.
 func listenUnix(path string, mode os.FileMode, gid int, log *slog.Logger) (*net.UnixListener, fileID, error) {
-	if len(path) > socketPathMax {
-		return nil, fileID{}, fmt.Errorf("server: socket path %s is %d bytes, more than a Unix socket's %d", path, len(path), socketPathMax)
+	if err := CheckSocketName(path); err != nil {
+		return nil, fileID{}, err
 	}
 	if err := removeStale(path, log); err != nil {
 		return nil, fileID{}, err

@@ -59,24 +59,12 @@ func (s *Store) dirPath(dir Ino) (string, error) {
 // dirRef returns a directory's parent and its name there, from its one
 // INODE_REF item.
 func (s *Store) dirRef(dir Ino) (parent Ino, name string, err error) {
-	var derr error
-	err = s.fs.Iterate(engine.InoKey(dir, engine.TypeInodeRef, 0), func(k engine.Key, b []byte) bool {
-		if k.Ino() != dir || k.Type != engine.TypeInodeRef {
-			return false
-		}
-		es, err := engine.DecodeDirEntries(b)
-		if err != nil || len(es) == 0 {
-			derr = fmt.Errorf("%w: inode ref %v: %d entries, %v", engine.ErrCorruption, k, len(es), err)
-			return false
-		}
-		parent, name = refParent(k), string(es[0].Name)
-		return false
-	})
-	if err == nil {
-		err = derr
+	refs, err := s.inodeRefs(dir)
+	if err != nil {
+		return 0, "", err
 	}
-	if err == nil && parent == 0 {
-		err = fmt.Errorf("%w: directory %d has no parent", engine.ErrCorruption, dir)
+	if len(refs) == 0 {
+		return 0, "", fmt.Errorf("%w: directory %d has no parent", engine.ErrCorruption, dir)
 	}
-	return parent, name, err
+	return refs[0].Child, string(refs[0].Name), nil
 }

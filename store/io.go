@@ -222,7 +222,7 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 		missing = addBlock(missing, b, false)
 	}
 	s.stats.pageHits.Add(hits)
-	s.stats.pageMisses.Add(uint64(blocksIn(missing)))
+	s.stats.pageMisses.Add(blocksIn(missing))
 	sequential := first == in.raNext
 	in.raNext = last + 1
 	if len(missing) == 0 {
@@ -236,26 +236,24 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 	fill := cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
 	in.mu.Unlock()
 
-	in.extMu.RLock()
-	err = s.readRuns(in, missing, func(r blockRun, data []byte) {
+	// deliver copies a run's part of [off, end) into buf (read-ahead runs
+	// have none) and keeps the run for the cache.
+	deliver := func(r blockRun, data []byte) {
 		bs := r.first * blockSize
 		lo, hi := max(off, bs), min(end, bs+uint64(len(data)))
 		if lo < hi {
 			copy(buf[lo-off:hi-off], data[lo-bs:hi-bs])
 		}
 		fill.keep(r, data)
-	})
+	}
+	in.extMu.RLock()
+	err = s.readRuns(in, missing, deliver)
 	if err != nil && len(missing) != demand && !errors.Is(err, engine.ErrCorruption) {
 		// The device failed a submission that read ahead too: whether
 		// the read's own blocks fail is for a read of them alone to say.
 		// (A checksum failure of the read's own blocks is theirs.)
-		fill = cacheFill{epoch: fill.epoch, seq: fill.seq, size: fill.size}
-		err = s.readRuns(in, missing[:demand], func(r blockRun, data []byte) {
-			bs := r.first * blockSize
-			lo, hi := max(off, bs), min(end, bs+uint64(len(data)))
-			copy(buf[lo-off:hi-off], data[lo-bs:hi-bs])
-			fill.keep(r, data)
-		})
+		fill.blocks, fill.bufs = nil, nil
+		err = s.readRuns(in, missing[:demand], deliver)
 	}
 	in.extMu.RUnlock()
 	if err != nil {

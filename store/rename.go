@@ -108,7 +108,7 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	if err := s.checkReplace(src, victim); err != nil {
 		return true, err
 	}
-	if err := s.checkRenameRoom(sd, srcName, dd, dstName, src, exists); err != nil {
+	if err := s.checkRenameRoom(&r); err != nil {
 		return true, err
 	}
 	return true, s.renameInTrans(&r)
@@ -264,8 +264,9 @@ func (s *Store) renameWriteItems(tr *engine.Trans, r *renameOp, t engine.Timespe
 // name fits in its hash chain (EOVERFLOW, as btrfs_check_dir_item_collision
 // in btrfs_rename) and in src's INODE_REF in dstDir (EMLINK), counting
 // what the rename removes from those items first: the replaced name
-// (exists), and the old name where it shares an item with the new.
-func (s *Store) checkRenameRoom(sd *inode, srcName string, dd *inode, dstName string, src *inode, exists bool) error {
+// (r.victim), and the old name where it shares an item with the new.
+func (s *Store) checkRenameRoom(r *renameOp) error {
+	sd, dd, src, srcName, dstName, exists := r.sd, r.dd, r.src, r.srcName, r.dstName, r.victim != nil
 	var itemDrop, refDrop []string
 	if exists {
 		itemDrop = append(itemDrop, dstName)
