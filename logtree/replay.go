@@ -92,7 +92,9 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 	if !rep.Found {
 		return rep, nil
 	}
-	rep.LogGeneration = cands[0].Gen
+	if len(cands) > 0 { // none when the chain could not be read
+		rep.LogGeneration = cands[0].Gen
+	}
 	tr, serr := e.Start()
 	if serr != nil {
 		return rep, serr
