@@ -21,8 +21,8 @@ import (
 //  1. Root items and the free space tree, until both stop changing (updating
 //     one allocates for the other): updateRoots.
 //  2. Every dirty node of tid, checksummed, in large batches; flush.
-//  3. The superblock (sequence +1, slot by sequence) and its mirror; flush.
-//     2 and 3 are the superWrite a log sync also ends with (writeSuper).
+//  3. The superblock (sequence +1, slot by sequence) and its mirror; flush
+//     (writeSuper). A log sync writes no superblock: a chain record.
 //  4. The new state published in memory: publishCommit.
 //
 // An error leaves the previous superblock the newest durable one and the
@@ -129,8 +129,8 @@ func (e *Engine) publishCommit(tid journal.Transid, w superWrite, rootTree *Tree
 	e.treesMu.RUnlock()
 }
 
-// superWrite is what a commit and a log sync both end with (btrfs:
-// btrfs_write_and_wait_transaction, then write_all_supers): their nodes,
+// superWrite is what a commit ends with (btrfs:
+// btrfs_write_and_wait_transaction, then write_all_supers): its nodes,
 // sealed, written and flushed, then the next superblock — both copies
 // (superWrites) — and a flush. e.commitMu is held from nextSuper to
 // publishSuper.
@@ -169,16 +169,12 @@ func (e *Engine) nextSuper() Superblock {
 	return sb
 }
 
-// writeSuper makes w durable: the nodes in parallel, a flush, the
-// superblock, a flush. With phases (a commit) as three device calls, so
-// that each phase is timed and traced on its own; without (a log sync) as
-// one WriteDurable of two stages. The device sees the same sequence.
+// writeSuper makes a commit's w durable: the nodes in parallel, a flush,
+// the superblock, a flush, as three device calls, so that each phase is
+// timed and traced on its own.
 func (e *Engine) writeSuper(w superWrite, phase *commitPhases) error {
 	assert.That(w.sb.Seq == e.sb.Seq+1 && w.sb.Bytenr == slotOffset(w.sb.Seq),
 		"engine: a superblock write follows the newest superblock, in its slot")
-	if phase == nil {
-		return e.dev.WriteDurable(w.ios, superWrites(w.sb))
-	}
 	phase.begin("write_nodes", trace.Nodes(len(w.nodes)), trace.Bytes(int64(w.bytes())))
 	err := e.dev.Write(w.ios)
 	if err == nil {

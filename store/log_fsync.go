@@ -73,7 +73,9 @@ func (s *Store) fsyncSlow(ctx context.Context, ino Ino, span trace.Span) error {
 		return err
 	}
 	defer s.itab.put(in)
-	if err := s.writeData(ctx, in); err != nil {
+	writes, err := s.writeData(ctx, in)
+	s.stats.fsyncDataRoundTrips.Add(uint64(writes))
+	if err != nil {
 		return err
 	}
 	outcome := outcomeCommitted
@@ -106,21 +108,21 @@ func (s *Store) fsyncSlow(ctx context.Context, ino Ino, span trace.Span) error {
 }
 
 // writeData writes back in's dirty pages under a write_data span (ordered
-// mode: the data is on the device before the log or commit that maps it).
-func (s *Store) writeData(ctx context.Context, in *inode) error {
+// mode: the data is on the device before the log or commit that maps it),
+// and says how many batches of writes it waited on, one after the other.
+func (s *Store) writeData(ctx context.Context, in *inode) (writes int, err error) {
 	if !in.buffered.Load() {
-		return nil
+		return 0, nil
 	}
 	_, span := trace.Start(ctx, "write_data", trace.Ino(uint64(in.ino)))
 	defer span.End()
 	before := s.stats.writebackBlocks.Load()
-	writes, err := s.writebackInodeCounted(in)
-	s.stats.fsyncDataRoundTrips.Add(uint64(writes))
+	writes, err = s.writebackInodeCounted(in)
 	span.SetAttributes(trace.Bytes(int64(s.stats.writebackBlocks.Load()-before) * blockSize))
 	if err != nil {
 		span.RecordError(err)
 	}
-	return err
+	return writes, err
 }
 
 // Sync writes back every dirty inode, then commits the running
@@ -137,7 +139,7 @@ func (s *Store) sync(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := s.writeData(ctx, in); err != nil && first == nil {
+		if _, err := s.writeData(ctx, in); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -345,5 +345,6 @@ func (s *Store) writeBackReplacing(srcDir Ino, srcName string, dstDir Ino, dstNa
 		return nil
 	}
 	s.stats.renameWritebacks.Add(1)
-	return s.writeData(context.Background(), src)
+	_, err = s.writeData(context.Background(), src)
+	return err
 }
