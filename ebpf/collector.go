@@ -92,7 +92,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, o := range []struct {
 			name string
 			n    uint64
-		}{{"span_event", s.SpanEvents}, {"child_span", s.ChildSpans}, {"no_span", s.EventsWithoutSpan}, {"lost", s.EventsLost}} {
+		}{{JoinedSpanEvent, s.SpanEvents}, {JoinedChildSpan, s.ChildSpans}, {"no_span", s.EventsWithoutSpan}, {"lost", s.EventsLost}} {
 			ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, float64(o.n), o.name)
 		}
 	}

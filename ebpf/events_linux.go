@@ -66,7 +66,6 @@ func (p *Probes) readEvents() {
 		if !ok {
 			continue
 		}
-		p.events.Add(1)
 		var outcome int
 		outcome, ev.TraceID = trace.AddLockWait(ev.Span, ev.Start, ev.Wait, waitAttributes(ev)...)
 		switch outcome {

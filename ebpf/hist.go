@@ -32,28 +32,6 @@ func (h Hist) Mean() time.Duration {
 	return 0
 }
 
-// Quantile returns an upper bound of the q-quantile (0 < q ≤ 1): the top
-// of the bucket that holds it.
-func (h Hist) Quantile(q float64) time.Duration {
-	n := h.Count()
-	if n == 0 {
-		return 0
-	}
-	rank := uint64(q*float64(n) + 0.5)
-	rank = max(rank, 1)
-	var seen uint64
-	for k, b := range h.Buckets {
-		seen += b
-		if seen >= rank {
-			if k >= 62 {
-				return time.Duration(1<<63 - 1)
-			}
-			return time.Duration(uint64(1) << (k + 1))
-		}
-	}
-	return time.Duration(1<<63 - 1)
-}
-
 // slots are the map's entries of one histogram: slot < BucketCount is a
 // bucket, slot == BucketCount the sum (bpf/hist.h).
 func (h *Hist) add(slot uint32, v uint64) {

@@ -51,8 +51,7 @@ type Probes struct {
 
 	cfg        Config
 	clock      monoClock
-	events     atomic.Uint64 // WaitEvents read from the ring buffer
-	spanEvents atomic.Uint64 // of which added to a live span
+	spanEvents atomic.Uint64 // WaitEvents read from the ring buffer and added to a live span
 	childSpans atomic.Uint64 // of which became a child span of an ended one
 	unspanned  atomic.Uint64 // of which had no known span
 }

@@ -11,32 +11,47 @@ import (
 // LockWaits returns the lock-wait histograms by lock kind (write bit
 // included: lock/kind.go); empty when FeatureMarkers is off.
 func (p *Probes) LockWaits() (map[uint32]Hist, error) {
-	return p.read(func() *ebpf.Map { return mapOf(p.markers != nil, func() *ebpf.Map { return p.markers.LockHist }) })
+	if p.markers == nil {
+		return p.read(nil)
+	}
+	return p.read(p.markers.LockHist)
 }
 
 // Phases returns the commit and log-sync phase histograms by phase
 // (trace.Phase*); empty when FeatureMarkers is off.
 func (p *Probes) Phases() (map[uint32]Hist, error) {
-	return p.read(func() *ebpf.Map { return mapOf(p.markers != nil, func() *ebpf.Map { return p.markers.PhaseHist }) })
+	if p.markers == nil {
+		return p.read(nil)
+	}
+	return p.read(p.markers.PhaseHist)
 }
 
 // UringOps returns the io_uring submit-to-complete histograms by opcode
 // (IORING_OP_*); empty when FeatureUring is off.
 func (p *Probes) UringOps() (map[uint32]Hist, error) {
-	return p.read(func() *ebpf.Map { return mapOf(p.uring != nil, func() *ebpf.Map { return p.uring.UringHist }) })
+	if p.uring == nil {
+		return p.read(nil)
+	}
+	return p.read(p.uring.UringHist)
 }
 
 // KernelLocks returns the kernel lock contention histograms by contention
 // flags (LCB_F_*); empty when FeatureKernelLocks is off.
 func (p *Probes) KernelLocks() (map[uint32]Hist, error) {
-	return p.read(func() *ebpf.Map { return mapOf(p.klock != nil, func() *ebpf.Map { return p.klock.KlockHist }) })
+	if p.klock == nil {
+		return p.read(nil)
+	}
+	return p.read(p.klock.KlockHist)
 }
 
 // ReactorOffCPU returns the off-CPU histograms of the io_uring reactor
 // threads by reason (OffCPUWait, OffCPUPreempted); empty when
 // FeatureOffCPU is off.
 func (p *Probes) ReactorOffCPU() (map[uint32]Hist, error) {
-	return p.read(func() *ebpf.Map { return mapOf(p.offcpu != nil, func() *ebpf.Map { return p.offcpu.OffcpuHist }) })
+	if p.offcpu == nil {
+		return p.read(nil)
+	}
+	return p.read(p.offcpu.OffcpuHist)
 }
 
 // InflightWaits is the number of lock waits begun and not yet ended, as
@@ -68,7 +83,7 @@ func (p *Probes) Stats() (Stats, error) {
 		return Stats{}, ErrClosed
 	}
 	s := Stats{
-		Events:            p.events.Load(),
+		Events:            p.spanEvents.Load() + p.childSpans.Load() + p.unspanned.Load(),
 		SpanEvents:        p.spanEvents.Load(),
 		ChildSpans:        p.childSpans.Load(),
 		EventsWithoutSpan: p.unspanned.Load(),
@@ -86,22 +101,15 @@ func (p *Probes) Stats() (Stats, error) {
 	return s, nil
 }
 
-func mapOf(on bool, m func() *ebpf.Map) *ebpf.Map {
-	if !on {
-		return nil
-	}
-	return m()
-}
-
-// read sums a histogram map (bpf/hist.h) into one Hist per class.
-func (p *Probes) read(which func() *ebpf.Map) (map[uint32]Hist, error) {
+// read sums a histogram map (bpf/hist.h) into one Hist per class; nil m
+// (its feature is off) gives none. The map is read only while p is open.
+func (p *Probes) read(m *ebpf.Map) (map[uint32]Hist, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, ErrClosed
 	}
 	out := map[uint32]Hist{}
-	m := which()
 	if m == nil {
 		return out, nil
 	}
