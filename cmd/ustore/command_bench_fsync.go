@@ -40,12 +40,8 @@ type fsyncFlags struct {
 }
 
 func (f *fsyncFlags) add(c *cobra.Command) {
-	def := os.Getenv(socketEnv)
-	if def == "" {
-		def = defaultSocket(defaultDevice)
-	}
 	fs := c.Flags()
-	fs.StringVar(&f.socket, "socket", def, "the running server's Unix socket")
+	fs.StringVar(&f.socket, "socket", defaultClientSocket(), "the running server's Unix socket")
 	fs.StringVar(&f.dir, "dir", "", "run on this directory of a kernel filesystem instead of a server")
 	fs.StringVar(&f.root, "root", "/", "on a server: the directory to work under")
 	fs.StringVar(&f.metrics, "metrics", "", "on a server: its metrics endpoint (serve's --metrics-addr, such as 127.0.0.1:9464), for its counters")

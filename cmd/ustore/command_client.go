@@ -58,12 +58,22 @@ type clientFlags struct {
 }
 
 func (f *clientFlags) add(c *cobra.Command) {
-	def := os.Getenv(socketEnv)
-	if def == "" {
-		def = defaultSocket(defaultDevice)
-	}
-	c.Flags().StringVar(&f.socket, "socket", def, "the server's Unix socket ($"+socketEnv+" overrides the default)")
+	f.addSocket(c)
 	c.Flags().DurationVar(&f.timeout, "timeout", 0, "give up after this long, e.g. 30s (0: no limit; connecting alone gives up after 10s)")
+}
+
+// addSocket adds --socket alone (ustore mount has no --timeout).
+func (f *clientFlags) addSocket(c *cobra.Command) {
+	c.Flags().StringVar(&f.socket, "socket", defaultClientSocket(), "the server's Unix socket ($"+socketEnv+" overrides the default)")
+}
+
+// defaultClientSocket is --socket's default: $USTORE_SOCKET, else the
+// socket of the default data file.
+func defaultClientSocket() string {
+	if def := os.Getenv(socketEnv); def != "" {
+		return def
+	}
+	return defaultSocket(defaultDevice)
 }
 
 // session is one client command's connection and context.
@@ -91,7 +101,7 @@ func (f *clientFlags) connect(ctx context.Context) (*session, error) {
 	c, err := client.Dial(dctx, f.socket)
 	if err != nil {
 		s.close()
-		return nil, s.connectError(err)
+		return nil, s.flags.connectError(err)
 	}
 	s.c = c
 	return s, nil
@@ -146,8 +156,8 @@ func (s *session) close() {
 
 // connectError says which socket was tried, why it failed, and what to do.
 // It unwraps to the cause.
-func (s *session) connectError(err error) error {
-	sock := s.flags.socket
+func (f *clientFlags) connectError(err error) error {
+	sock := f.socket
 	const hint = " (is the server running? start it with 'ustore serve', or point --socket or $" + socketEnv + " at its socket)"
 	msg := func(format string, args ...any) error {
 		return &causeError{msg: "connect to " + sock + ": " + fmt.Sprintf(format, args...), err: err}
@@ -161,7 +171,7 @@ func (s *session) connectError(err error) error {
 		return msg("permission denied (the socket's mode and group are 'ustore serve --socket-mode/--socket-group')")
 	case errors.Is(err, context.DeadlineExceeded):
 		wait := dialTimeout
-		if t := s.flags.timeout; t > 0 && t < wait {
+		if t := f.timeout; t > 0 && t < wait {
 			wait = t
 		}
 		return msg("no answer within %v%s", wait, hint)

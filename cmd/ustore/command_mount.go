@@ -62,11 +62,7 @@ stops, requests fail with EIO until the store is mounted again.`,
 		},
 	}
 	c.ValidArgsFunction = dirCompletions
-	def := os.Getenv(socketEnv)
-	if def == "" {
-		def = defaultSocket(defaultDevice)
-	}
-	c.Flags().StringVar(&cf.socket, "socket", def, "the server's Unix socket ($"+socketEnv+" overrides the default)")
+	cf.addSocket(c)
 	c.Flags().IntVar(&conns, "conns", fusefs.ConnsDefault, "connections to the server the mount spreads its requests over")
 	c.Flags().DurationVar(&attrTimeout, "attr-timeout", fusefs.AttrTimeoutDefault, "how long the kernel trusts a file's attributes (0: ask each time)")
 	c.Flags().DurationVar(&entryTimeout, "entry-timeout", fusefs.EntryTimeoutDefault, "how long the kernel trusts a name, found or missing (0: ask each time)")
@@ -95,7 +91,7 @@ func runMount(cmd *cobra.Command, cf *clientFlags, dir string, conns int, opts f
 			for _, c := range cs {
 				c.Close()
 			}
-			return (&session{flags: cf}).connectError(err)
+			return cf.connectError(err)
 		}
 		cs = append(cs, c)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 func newTraceCommand() *cobra.Command {
@@ -52,12 +50,9 @@ that can reach it. --json prints one snapshot of the totals and exits.`,
 				if err != nil {
 					return err
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(s)
+				return writeResults(out, true, s, nil)
 			}
-			f, isFile := out.(*os.File)
-			clear := isFile && isTerminal(f)
+			clear := showProgress("auto", out) // a terminal: redraw in place
 			return liveTrace(ctx, out, url, interval, count, top, clear)
 		},
 	}
@@ -157,11 +152,4 @@ func seconds(s float64) string {
 		return ">34s"
 	}
 	return time.Duration(s * 1e9).Round(time.Microsecond / 10).String()
-}
-
-// isTerminal reports whether f is a terminal, where the view redraws in
-// place; elsewhere (a pipe, a file) refreshes follow each other.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
