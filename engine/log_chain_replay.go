@@ -78,6 +78,13 @@ type LogCandidate struct {
 	blocks []Bytenr // the tree's nodes, once CheckLog has read them
 }
 
+// chainHead is what the first record of the chain the mounted superblock
+// names must be: at its head block, of its chain id, for the transaction
+// after the superblock's, sequence 1.
+func (e *Engine) chainHead() chainExpect {
+	return chainExpect{bytenr: e.sb.LogChain, id: e.sb.ChainID, transid: e.sb.Generation + 1, seq: 1}
+}
+
 // ReplayLog walks the log chain the mounted superblock names and returns
 // what replay may apply: the newest record's log, then the one before it
 // (none, one or two). The newest may be a sync that never completed (its
@@ -88,7 +95,7 @@ func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 	if e.sb.LogChain == 0 {
 		return nil, nil
 	}
-	want := chainExpect{bytenr: e.sb.LogChain, id: e.sb.ChainID, transid: e.sb.Generation + 1, seq: 1}
+	want := e.chainHead()
 	var recs []chainRecord
 	seen := map[Bytenr]bool{}
 	for len(recs) < logChainMax && !seen[want.bytenr] {
@@ -227,7 +234,7 @@ func (e *Engine) PendingLog() (gen LogGen, ok bool) {
 	if e.sb.LogChain == 0 {
 		return 0, false
 	}
-	r, ok, err := e.readChainRecord(chainExpect{bytenr: e.sb.LogChain, id: e.sb.ChainID, transid: e.sb.Generation + 1, seq: 1})
+	r, ok, err := e.readChainRecord(e.chainHead())
 	if err != nil {
 		return 0, true // unreadable: there may be one
 	}

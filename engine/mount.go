@@ -233,16 +233,12 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 func (e *Engine) repairSuperCopies() {
 	ch := &e.super
 	for _, off := range ch.repair {
-		c := ch.sb
-		c.Bytenr = off
-		buf := dev.AlignedBuffer(superSize)
-		c.encode(buf)
-		if err := e.dev.WriteDurable([]dev.IO{{Off: int64(off), Buf: buf}}); err != nil {
+		if err := e.dev.WriteDurable([]dev.IO{superCopyWrite(ch.sb, off)}); err != nil {
 			e.log.Warn("engine: rewriting a damaged superblock copy failed; the newest superblock has one copy", "copy", off, "err", err)
 			ch.damage = append(ch.damage, fmt.Errorf("superblock copy at %d: rewrite failed: %w", off, err))
 			continue
 		}
-		e.log.Warn("engine: rewrote the damaged superblock copy from its twin", "copy", off, "seq", c.Seq, "twin", ch.from)
+		e.log.Warn("engine: rewrote the damaged superblock copy from its twin", "copy", off, "seq", ch.sb.Seq, "twin", ch.from)
 		ch.repaired = append(ch.repaired, off)
 	}
 }

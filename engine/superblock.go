@@ -146,13 +146,17 @@ func slotCopies(seq uint64) [2]uint64 {
 func superWrites(sb Superblock) []dev.IO {
 	var ios []dev.IO
 	for _, off := range slotCopies(sb.Seq) {
-		c := sb
-		c.Bytenr = off
-		buf := dev.AlignedBuffer(superSize)
-		c.encode(buf)
-		ios = append(ios, dev.IO{Off: int64(off), Buf: buf})
+		ios = append(ios, superCopyWrite(sb, off))
 	}
 	return ios
+}
+
+// superCopyWrite is the write of sb's copy at off, which names off.
+func superCopyWrite(sb Superblock, off uint64) dev.IO {
+	sb.Bytenr = off
+	buf := dev.AlignedBuffer(superSize)
+	sb.encode(buf)
+	return dev.IO{Off: int64(off), Buf: buf}
 }
 
 // decodeSuperCopy decodes and classifies the copy b read at off.
