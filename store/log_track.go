@@ -76,12 +76,7 @@ func (t *logTrack) fileChanged(tid journal.Transid, ino Ino, start, end uint64) 
 	if !t.resetLocked(tid) {
 		return
 	}
-	rs := t.files[ino]
-	if rs == nil {
-		rs = &rangeSet{}
-		t.files[ino] = rs
-	}
-	rs.add(start, end)
+	rangeLocked(t.files, ino).add(start, end)
 }
 
 // entryAdded records a new entry at index idx of dir.
@@ -113,11 +108,14 @@ func (t *logTrack) entryRemoved(tid journal.Transid, dir Ino, idx uint64, child 
 	}
 }
 
-func (t *logTrack) dirRangeLocked(dir Ino) *rangeSet {
-	rs := t.dirs[dir]
+func (t *logTrack) dirRangeLocked(dir Ino) *rangeSet { return rangeLocked(t.dirs, dir) }
+
+// rangeLocked returns ino's set in m (files or dirs), made on first use.
+func rangeLocked(m map[Ino]*rangeSet, ino Ino) *rangeSet {
+	rs := m[ino]
 	if rs == nil {
 		rs = &rangeSet{}
-		t.dirs[dir] = rs
+		m[ino] = rs
 	}
 	return rs
 }
@@ -189,8 +187,17 @@ func (t *logTrack) takeFile(tid journal.Transid, ino Ino) ([]rng, error) {
 // putFile gives ranges back after a failed log (the fsync commits, but a
 // later fsync of the transaction must not think them logged).
 func (t *logTrack) putFile(tid journal.Transid, ino Ino, rs []rng) {
+	if len(rs) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.resetLocked(tid) {
+		return
+	}
+	set := rangeLocked(t.files, ino)
 	for _, r := range rs {
-		t.fileChanged(tid, ino, r.start, r.end)
+		set.add(r.start, r.end)
 	}
 }
 
