@@ -110,8 +110,10 @@ func Setup(ctx context.Context, cfg Config) (shutdown func(context.Context) erro
 	if cfg.Profiling && cfg.MetricsAddr == "" {
 		return nil, ErrProfilingWithoutMetrics
 	}
-	if r := cfg.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
-		return nil, fmt.Errorf("%w: --trace-sample-ratio %v (want 0 to 1)", ErrBadSampler, *r)
+	if r := cfg.SampleRatio; r != nil {
+		if err := checkSampleRatio(*r); err != nil { // also when tracing is off
+			return nil, err
+		}
 	}
 	if !active.CompareAndSwap(false, true) {
 		return nil, ErrAlreadySetUp

@@ -96,8 +96,8 @@ func (s Sampling) parentBased() bool { return strings.HasPrefix(s.Name, "parentb
 // or variable: an operator who asked for a sampler gets it or is told.
 func samplingFrom(ratio *float64, def Sampling) (Sampling, error) {
 	if ratio != nil {
-		if !(*ratio >= 0 && *ratio <= 1) {
-			return Sampling{}, fmt.Errorf("%w: --trace-sample-ratio %v (want 0 to 1)", ErrBadSampler, *ratio)
+		if err := checkSampleRatio(*ratio); err != nil {
+			return Sampling{}, err
 		}
 		return Sampling{Name: SamplerParentBasedTraceIDRatio, Ratio: *ratio, Source: "--trace-sample-ratio"}, nil
 	}
@@ -278,4 +278,12 @@ func NewTracerProvider(s Sampling, opts ...sdktrace.TracerProviderOption) (tp *s
 	}, opts...)
 	tp = sdktrace.NewTracerProvider(opts...)
 	return tp, func() func() { return useTracer(tp, newDecider(s)) }
+}
+
+// checkSampleRatio refuses a --trace-sample-ratio outside [0, 1].
+func checkSampleRatio(r float64) error {
+	if !(r >= 0 && r <= 1) {
+		return fmt.Errorf("%w: --trace-sample-ratio %v (want 0 to 1)", ErrBadSampler, r)
+	}
+	return nil
 }

@@ -94,6 +94,23 @@ var never = map[string][]string{
 func projectImports(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	imports := map[string][]string{}
+	walkImports(t, root, func(_, pkg, imp string) {
+		if _, ok := imports[pkg]; !ok {
+			imports[pkg] = nil
+		}
+		if imp == module || strings.HasPrefix(imp, module+"/") {
+			imports[pkg] = append(imports[pkg], strings.TrimPrefix(strings.TrimPrefix(imp, module), "/"))
+		}
+	})
+	return imports
+}
+
+// walkImports calls fn for each import of every non-test .go file under
+// root (dot directories, testdata and the tools module left out), with
+// the file's path and its package's directory relative to root; a file
+// with no import gets one call with imp "".
+func walkImports(t *testing.T, root string, fn func(path, pkg, imp string)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -114,21 +131,18 @@ func projectImports(t *testing.T, root string) map[string][]string {
 		}
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
 		pkg := filepath.ToSlash(rel)
-		if _, ok := imports[pkg]; !ok {
-			imports[pkg] = nil
+		if len(f.Imports) == 0 {
+			fn(path, pkg, "")
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if p == module || strings.HasPrefix(p, module+"/") {
-				imports[pkg] = append(imports[pkg], strings.TrimPrefix(strings.TrimPrefix(p, module), "/"))
-			}
+			fn(path, pkg, p)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return imports
 }
 
 func TestImports_FollowDesign(t *testing.T) {

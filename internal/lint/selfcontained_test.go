@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,24 +68,13 @@ func outsideRefs(t *testing.T, root string, files []string) []string {
 		for i, line := range strings.Split(string(data), "\n") {
 			for _, s := range outside {
 				if strings.Contains(line, s) {
-					found = append(found, f+":"+itoa(i+1)+": "+strings.TrimSpace(line))
+					found = append(found, f+":"+strconv.Itoa(i+1)+": "+strings.TrimSpace(line))
 					break
 				}
 			}
 		}
 	}
 	return found
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // TestRepository_SelfContained fails when a tracked file outside testdata
