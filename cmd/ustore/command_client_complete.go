@@ -86,11 +86,7 @@ func completeStorePath(ctx context.Context, socket, toComplete string) ([]cobra.
 	}
 	var names []cobra.Completion
 	directive := none
-	for cookie := uint64(0); len(names) < completeNamesMax; {
-		es, err := c.ReadDir(ctx, dir.Ino, cookie, proto.ReadDirEntriesMax)
-		if err != nil {
-			return nil, none
-		}
+	err = readDirPages(ctx, c, dir.Ino, func(es []proto.DirEntry) bool {
 		for _, e := range es {
 			if !strings.HasPrefix(e.Name, prefix) || len(names) == completeNamesMax {
 				continue
@@ -102,10 +98,10 @@ func completeStorePath(ctx context.Context, socket, toComplete string) ([]cobra.
 			}
 			names = append(names, name)
 		}
-		if len(es) < proto.ReadDirEntriesMax {
-			break
-		}
-		cookie = es[len(es)-1].Cookie
+		return len(names) < completeNamesMax
+	})
+	if err != nil {
+		return nil, none
 	}
 	return names, directive
 }

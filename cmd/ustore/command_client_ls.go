@@ -3,6 +3,7 @@ package main
 // ls: a directory's names, in long format (-l, with -h sizes), or as JSON.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"ustore/client"
 
 	"ustore/proto"
 )
@@ -63,19 +66,18 @@ read.` + clientLong,
 					}
 					return w.end()
 				}
-				for cookie := uint64(0); ; {
-					es, err := s.c.ReadDir(s.ctx, a.Ino, cookie, proto.ReadDirEntriesMax)
-					if err != nil {
-						return s.fail("ls", p, err)
-					}
-					if err := s.printEntries(w, p, es); err != nil {
-						return err
-					}
-					if len(es) < proto.ReadDirEntriesMax {
-						return w.end()
-					}
-					cookie = es[len(es)-1].Cookie
+				var perr error
+				err := readDirPages(s.ctx, s.c, a.Ino, func(es []proto.DirEntry) bool {
+					perr = s.printEntries(w, p, es)
+					return perr == nil
+				})
+				if err != nil {
+					return s.fail("ls", p, err)
 				}
+				if perr != nil {
+					return perr
+				}
+				return w.end()
 			})
 		},
 	}
@@ -182,4 +184,20 @@ func (w *lsWriter) printLong(tw io.Writer, a proto.Attr, name string) {
 	}
 	fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", modeString(a.Mode), a.Nlink, size,
 		timeOf(a.Mtime).Local().Format("2006-01-02 15:04"), name)
+}
+
+// readDirPages reads dir's entries a page (proto.ReadDirEntriesMax) at a
+// time and hands each page to fn, until the directory ends or fn returns
+// false; the error is ReadDir's.
+func readDirPages(ctx context.Context, c *client.Client, dir uint64, fn func([]proto.DirEntry) (more bool)) error {
+	for cookie := uint64(0); ; {
+		es, err := c.ReadDir(ctx, dir, cookie, proto.ReadDirEntriesMax)
+		if err != nil {
+			return err
+		}
+		if !fn(es) || len(es) < proto.ReadDirEntriesMax {
+			return nil
+		}
+		cookie = es[len(es)-1].Cookie
+	}
 }
