@@ -76,65 +76,13 @@ for port in 4317 4318 13133 16685 16686; do
 	fi
 done
 
-cat >"$tmp/jaeger.yaml" <<EOF
-service:
-  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    resource:
-      service.name: jaeger
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: memstore
-    enable_tracing: false
-    ui:
-      assets_path: $ui
-    http:
-      endpoint: 127.0.0.1:16686
-    grpc:
-      endpoint: 127.0.0.1:16685
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 10000
-  healthcheckv2:
-    use_v2: true
-    http:
-      endpoint: 127.0.0.1:13133
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:4317
-      http:
-        endpoint: 127.0.0.1:4318
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-EOF
-
-env $(env | sed -n 's/^\(OTEL_[^=]*\)=.*/-u \1/p') bin/jaeger --config "file:$tmp/jaeger.yaml" >"$tmp/jaeger.log" 2>&1 &
-jaeger_pid=$!
-pids+=("$jaeger_pid")
-for i in $(seq 100); do
-	curl -sf http://127.0.0.1:13133/status >/dev/null && curl -sf http://127.0.0.1:16686/api/services >/dev/null && break
-	[ "$i" = 100 ] && { cat "$tmp/jaeger.log" >&2; echo "jaeger-screenshot: Jaeger did not start" >&2; exit 1; }
-	sleep 0.1
-done
+. bench/jaeger.sh # the scripts run from the repository root
+start_jaeger "$tmp" 4317 4318 16685 16686 13133 "$ui"
 
 go build -o "$tmp/ustore" ./cmd/ustore
 go build -o "$tmp/jaegershot" ./bench/jaegershot
 serve_flags=()
-[ -n "$lockwait" ] && serve_flags=(--ebpf on --ebpf-wait-threshold "${THRESHOLD:-300us}")
+[ -n "$lockwait" ] && serve_flags=(--ebpf on --ebpf-wait-threshold "${THRESHOLD:-300us}" --trace-sample-ratio 1) # every request traced: the bench sends no traceparent
 OTEL_SDK_DISABLED= OTEL_EXPORTER_OTLP_ENDPOINT= "$tmp/ustore" serve --device "$tmp/d.img" --size 256M --socket "$tmp/s.sock" \
 	--otlp-endpoint 127.0.0.1:4318 --commit-interval 5m "${serve_flags[@]}" 2>"$tmp/serve.log" &
 serve_pid=$!

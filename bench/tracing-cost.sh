@@ -32,57 +32,9 @@ trap cleanup EXIT
 go build -o "$work/ustore" ./cmd/ustore
 bin=$work/ustore
 
-cat >"$work/jaeger.yaml" <<EOT
-service:
-  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    resource:
-      service.name: jaeger
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: memstore
-    enable_tracing: false
-    http:
-      endpoint: 127.0.0.1:26686
-    grpc:
-      endpoint: 127.0.0.1:26685
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 10000
-  healthcheckv2:
-    use_v2: true
-    http:
-      endpoint: 127.0.0.1:23133
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:24317
-      http:
-        endpoint: 127.0.0.1:24318
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-EOT
-env $(env | sed -n 's/^\(OTEL_[^=]*\)=.*/-u \1/p') bin/jaeger --config "file:$work/jaeger.yaml" >"$work/jaeger.log" 2>&1 &
-jaeger=$!
-pids+=("$jaeger")
-for i in $(seq 100); do
-	curl -sf http://127.0.0.1:23133/status >/dev/null && break
-	[ "$i" = 100 ] && { cat "$work/jaeger.log" >&2; echo "tracing-cost: Jaeger did not start" >&2; exit 1; }
-	sleep 0.1
-done
+. bench/jaeger.sh # the scripts run from the repository root
+start_jaeger "$work" 24317 24318 26685 26686 23133
+jaeger=$jaeger_pid
 
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' "/proc/$1/stat"; }
 
@@ -90,7 +42,7 @@ run() { # mode, then the server's environment
 	local mode=$1
 	shift
 	rm -f "$work/s.sock" "$work/d.img"
-	env $(env | sed -n 's/^\(OTEL_[^=]*\)=.*/-u \1/p') "$@" "$bin" serve --device "$work/d.img" --size 512M \
+	env $(otel_unset) "$@" "$bin" serve --device "$work/d.img" --size 512M \
 		--socket "$work/s.sock" --commit-interval 5m --ebpf off 2>"$work/serve-$mode.log" &
 	local sp=$!
 	for i in $(seq 200); do [ -S "$work/s.sock" ] && break; sleep 0.05; done

@@ -39,7 +39,7 @@ func main() {
 func run(socket, endpoint, service, name string) (traceID string, err error) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	shutdown, err := trace.Setup(ctx, trace.Config{Endpoint: endpoint, ServiceName: service, Logger: log})
+	shutdown, err := trace.Setup(ctx, trace.Config{Endpoint: endpoint, ServiceName: service, DefaultSampling: trace.SampleAll, Logger: log})
 	if err != nil {
 		return "", err
 	}
