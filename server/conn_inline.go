@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"ustore/proto"
+	"ustore/store"
 )
 
 // Requests that run inline: on the connection's reader goroutine, with the
@@ -55,7 +56,7 @@ func runsInline(req proto.Request) bool {
 
 // inlineWriteAlign is the store's block size: a write of whole blocks
 // reads nothing from the device.
-const inlineWriteAlign = 4096
+const inlineWriteAlign = store.BlockSize
 
 // runInline serves req on the reader and writes its response: the reader
 // holds the request's slot and charge, and gives both back once the

@@ -10,6 +10,10 @@ import (
 // blockSize is the unit of buffered data, of allocation and of checksums.
 const blockSize = engine.SectorSize
 
+// BlockSize is blockSize, for the server: a write of whole blocks reads
+// nothing from the device.
+const BlockSize = blockSize
+
 // page is one block of a file's buffered data. Every byte of a page beyond
 // the file's size is zero: truncate zeroes them, and a page filled from
 // the device is zeroed past the size.

@@ -98,10 +98,8 @@ func (d *Device) CrashAt(seq uint64, p CrashPolicy) *Device {
 // keeps or tears, oldest first, so that of two kept writes to one sector the
 // newer wins, and returns img.
 func applyPolicy(img image, pending []Write, p CrashPolicy) image {
-	if p.Tear != nil {
-		if !(p.Tear.Index >= 0 && p.Tear.Index < len(pending)) {
-			assert.Failf("memdev: Tear.Index %d, but %d unflushed writes", p.Tear.Index, len(pending))
-		}
+	if p.Tear != nil && !(p.Tear.Index >= 0 && p.Tear.Index < len(pending)) {
+		assert.Failf("memdev: Tear.Index %d, but %d unflushed writes", p.Tear.Index, len(pending))
 	}
 	for i, w := range pending {
 		switch {

@@ -162,10 +162,8 @@ func (d *Device) record(op Op, data []byte) {
 // appendPending adds a successful write to the unflushed list, checking
 // that Seq only grows (Invariant 2). d.mu is held.
 func (d *Device) appendPending(w Write) {
-	if n := len(d.pending); n > 0 {
-		if d.pending[n-1].Seq >= w.Seq {
-			assert.Failf("memdev: unflushed write Seq %d after Seq %d", w.Seq, d.pending[n-1].Seq)
-		}
+	if n := len(d.pending); n > 0 && d.pending[n-1].Seq >= w.Seq {
+		assert.Failf("memdev: unflushed write Seq %d after Seq %d", w.Seq, d.pending[n-1].Seq)
 	}
 	d.pending = append(d.pending, w)
 }
