@@ -5,12 +5,14 @@ import (
 	"hash/crc32"
 )
 
-// On-disk format version 3 (version 1 had no superblock mirrors; version 2
-// wrote a superblock per log sync, naming the log root). docs/FORMAT.md
+// On-disk format version 4 (version 1 had no superblock mirrors; version 2
+// wrote a superblock per log sync, naming the log root; version 3 had no
+// symlinks, XATTR_ITEMs or ORPHAN_ITEMs, which a version 3 binary would
+// misread as damage). docs/FORMAT.md
 // draws every layout; the offsets here are its source of truth.
 
 const (
-	FormatVersion = 3
+	FormatVersion = 4
 	// SectorSize is the unit of allocation for data; nodes are NodeSize.
 	SectorSize = 4096
 	// NodeSizeDefault, NodeSizeMin, NodeSizeMax: chosen at mkfs.

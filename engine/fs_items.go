@@ -15,6 +15,11 @@ import (
 // BTRFS_EXTENT_CSUM_OBJECTID, -10).
 const CsumObjectID = ^uint64(9)
 
+// OrphanObjectID is the objectid of every ORPHAN_ITEM (btrfs:
+// BTRFS_ORPHAN_OBJECTID, -5): (OrphanObjectID, ORPHAN_ITEM, ino) names an
+// inode whose last name is gone while it is still open.
+const OrphanObjectID = ^uint64(4)
+
 // Timespec is a time as seconds and nanoseconds since the epoch.
 type Timespec struct {
 	Sec  int64

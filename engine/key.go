@@ -14,6 +14,8 @@ type Key struct {
 const (
 	TypeInodeItem       uint8 = 1
 	TypeInodeRef        uint8 = 12
+	TypeXattrItem       uint8 = 24 // an extended attribute: (ino, 24, crc32c(name))
+	TypeOrphanItem      uint8 = 48 // an unlinked inode still open: (OrphanObjectID, 48, ino)
 	TypeDirLogIndex     uint8 = 72
 	TypeDirItem         uint8 = 84
 	TypeDirIndex        uint8 = 96

@@ -456,21 +456,24 @@ func TestMount_SuperblockVersionAndBlank(t *testing.T) {
 	}
 }
 
-// TestMount_SuperblockVersion2: an image of format version 2 (a
+// TestMount_SuperblockOldVersions: an image of format version 2 (a
 // superblock per log sync, naming the log root where version 3 names the
-// log chain) is refused with ErrFormatVersion naming both versions, before
-// anything reads the fields whose meaning changed.
-func TestMount_SuperblockVersion2(t *testing.T) {
-	img := newSuperImage(t)
-	for _, c := range readSuperCopies(img.d) {
-		sb := c.sb
-		sb.Version = 2
-		writeCopy(t, img.d, c.off, sb)
-	}
-	_, err := Mount(img.d, Options{Logger: quiet()})
-	if !errors.Is(err, ErrFormatVersion) || !strings.Contains(err.Error(), "format version 2") ||
-		!strings.Contains(err.Error(), "this build reads version 3") {
-		t.Errorf("version 2 image: %v, want ErrFormatVersion naming versions 2 and 3", err)
+// log chain) or 3 (no symlinks, xattrs or orphan items, whose items a
+// version 3 binary would misread) is refused with ErrFormatVersion naming
+// both versions, before anything reads the fields whose meaning changed.
+func TestMount_SuperblockOldVersions(t *testing.T) {
+	for _, v := range []uint32{2, 3} {
+		img := newSuperImage(t)
+		for _, c := range readSuperCopies(img.d) {
+			sb := c.sb
+			sb.Version = v
+			writeCopy(t, img.d, c.off, sb)
+		}
+		_, err := Mount(img.d, Options{Logger: quiet()})
+		if !errors.Is(err, ErrFormatVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", v)) ||
+			!strings.Contains(err.Error(), "this build reads version 4") {
+			t.Errorf("version %d image: %v, want ErrFormatVersion naming versions %d and 4", v, err, v)
+		}
 	}
 }
 

@@ -39,8 +39,14 @@ const (
 	StatusVersion      Status = 21 // EPROTONOSUPPORT: no common protocol version
 	StatusShutdown     Status = 22 // ESHUTDOWN: the server is shutting down
 	StatusOverflow     Status = 23 // EOVERFLOW: the name's hash chain in the directory is full
+	StatusNoData       Status = 24 // ENODATA: no such extended attribute
+	StatusRange        Status = 25 // ERANGE: the caller's buffer is too small for the value
+	StatusTooBig       Status = 26 // E2BIG: an extended attribute's value is too large
+	StatusNotSupported Status = 27 // EOPNOTSUPP: a mode or namespace the store does not support
+	StatusBadHandle    Status = 28 // EBADF: no such open-file handle on this connection
+	StatusTooManyOpen  Status = 29 // EMFILE: the connection holds its limit of handles
 
-	statusCount = 24
+	statusCount = 30
 )
 
 var statusErrno = [statusCount]syscall.Errno{
@@ -68,13 +74,20 @@ var statusErrno = [statusCount]syscall.Errno{
 	StatusVersion:      syscall.EPROTONOSUPPORT,
 	StatusShutdown:     syscall.ESHUTDOWN,
 	StatusOverflow:     syscall.EOVERFLOW,
+	StatusNoData:       syscall.ENODATA,
+	StatusRange:        syscall.ERANGE,
+	StatusTooBig:       syscall.E2BIG,
+	StatusNotSupported: syscall.EOPNOTSUPP,
+	StatusBadHandle:    syscall.EBADF,
+	StatusTooManyOpen:  syscall.EMFILE,
 }
 
 var statusNames = [statusCount]string{
 	"OK", "ENOENT", "EEXIST", "ENOTDIR", "EISDIR", "ENOTEMPTY", "ENAMETOOLONG",
 	"EINVAL", "EFBIG", "ENOSPC", "EIO", "EPERM", "EMLINK", "EROFS", "ELOOP",
 	"EACCES", "ECANCELED", "ETIMEDOUT", "EBUSY", "ENOSYS", "EBADMSG",
-	"EPROTONOSUPPORT", "ESHUTDOWN", "EOVERFLOW",
+	"EPROTONOSUPPORT", "ESHUTDOWN", "EOVERFLOW", "ENODATA", "ERANGE", "E2BIG",
+	"EOPNOTSUPP", "EBADF", "EMFILE",
 }
 
 // Known reports whether s is a status of this protocol version.

@@ -25,13 +25,13 @@ func TestStatus_ErrnoRoundTrip(t *testing.T) {
 		}
 		names[s.String()], errnos[e] = true, true
 	}
-	if s != 24 {
+	if s != 30 {
 		t.Fatalf("%d statuses: update PROTOCOL.md's table", s)
 	}
 	if proto.Status(999).Errno() != syscall.EIO || proto.Status(999).String() != "status(999)" {
 		t.Fatal("an unknown status")
 	}
-	if proto.StatusFromErrno(syscall.ENOTSUP) != proto.StatusIO {
+	if proto.StatusFromErrno(syscall.ENOTTY) != proto.StatusIO {
 		t.Fatal("an unmapped errno is not EIO")
 	}
 	if proto.StatusFromErrno(0) != proto.StatusOK {
@@ -86,7 +86,8 @@ func TestStatusOf(t *testing.T) {
 		{context.Canceled, proto.StatusCanceled},
 		{fmt.Errorf("fsync: %w", context.DeadlineExceeded), proto.StatusTimedOut},
 		{errors.New("something else"), proto.StatusIO},
-		{syscall.ENOTSUP, proto.StatusIO},
+		{syscall.ENOTSUP, proto.StatusNotSupported},
+		{syscall.ENOTTY, proto.StatusIO},
 	} {
 		if got := proto.StatusOf(c.err); got != c.want {
 			t.Errorf("StatusOf(%v) = %v, want %v", c.err, got, c.want)

@@ -14,6 +14,7 @@ const (
 	ModeType = 0o170000
 	ModeDir  = 0o040000
 	ModeFile = 0o100000
+	ModeLink = 0o120000 // a symbolic link: its target is an inline extent at offset 0
 	ModePerm = 0o7777
 )
 
