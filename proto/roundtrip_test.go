@@ -42,8 +42,8 @@ func TestRequest_RoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for op := proto.Op(1); op.Known(); op++ {
-		if !seen[op] {
+	for op := proto.Op(1); op < 255; op++ {
+		if op.Known() && !seen[op] {
 			t.Errorf("no round-trip case for op %v", op)
 		}
 	}

@@ -96,14 +96,16 @@ func TestStatusOf(t *testing.T) {
 }
 
 func TestOp_String(t *testing.T) {
-	want := []string{"", "lookup", "create", "mkdir", "link", "unlink", "rmdir", "rename", "readdir",
-		"stat", "setattr", "statfs", "write", "read", "fsync", "sync", "resolve", "put", "get"}
-	for op := proto.Op(1); op.Known(); op++ {
-		if op.String() != want[op] {
-			t.Errorf("op %d is %q, want %q", op, op.String(), want[op])
+	want := map[proto.Op]string{1: "lookup", 2: "create", 3: "mkdir", 4: "link", 5: "unlink", 6: "rmdir", 7: "rename",
+		8: "readdir", 9: "stat", 10: "setattr", 11: "statfs", 12: "write", 13: "read", 14: "fsync", 15: "sync",
+		16: "resolve", 17: "put", 18: "get"}
+	for op := proto.Op(0); op < 255; op++ {
+		name, ok := want[op]
+		if op.Known() != ok || (ok && op.String() != name) {
+			t.Errorf("op %d is %q (known %v), want %q", op, op.String(), op.Known(), name)
 		}
 	}
-	if proto.Op(0).Known() || proto.Op(19).Known() || proto.Op(19).String() != "op(19)" {
-		t.Fatal("ops 0 and 19")
+	if proto.Op(0).Known() || proto.Op(200).Known() || proto.Op(200).String() != "op(200)" {
+		t.Fatal("ops 0 and 200")
 	}
 }
