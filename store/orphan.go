@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 )
 
 // Open files and orphans (btrfs: ORPHAN_ITEM, btrfs_orphan_add and
@@ -113,6 +114,7 @@ func (s *Store) releaseLocked(in *inode) (held bool, err error) {
 // A read-only store (degraded since the orphan was made) leaves it for
 // the next writable mount.
 func (s *Store) freeOrphanLocked(in *inode) (err error) {
+	assert.That(in.holds == 0 && in.orphanLocked(), "store: an orphan is freed only at its last release (invariant 15)")
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -132,6 +134,8 @@ func (s *Store) freeOrphanLocked(in *inode) (err error) {
 // while it has holds: nlink 0, and its orphan item in the same transaction
 // (victim.mu held).
 func (s *Store) orphanInode(tr *engine.Trans, victim *inode) error {
+	assert.That(!victim.dir && victim.holds > 0 && victim.item.Nlink <= 1,
+		"store: only a held file's last name makes an orphan (invariant 15)")
 	victim.item.Nlink = 0
 	if err := s.writeItem(tr, victim); err != nil {
 		return err
