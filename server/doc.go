@@ -17,7 +17,8 @@
 // admit.go (who gets a connection slot: per-uid limit, slots reserved for
 // admins), conn.go (a connection and its handshake), conn_read.go (the
 // reader: deadlines, the budget), conn_inline.go (the requests the reader
-// serves itself), conn_write.go (the writer), budget.go
+// serves itself), conn_write.go (the writer), conn_handles.go (the
+// connection's open-file handles), budget.go
 // (bytes in flight), mem_release.go (memory handed back after a burst),
 // log_limit.go (rate-limited peer logs), dispatch.go (a request → a store
 // call → a reply), limits.go (every bound and why), errors.go. Frame
