@@ -9,7 +9,8 @@
 // a remote ENOENT.
 //
 // The methods mirror the store's operations by inode (Lookup, Create, ...,
-// Write, Read, Fsync, Sync) and by path (Resolve, Put, Get). Data larger
+// Write, Read, Fsync, Sync; Open and Release, whose handles belong to the
+// connection) and by path (Resolve, Put, Get). Data larger
 // than one request's limit (Limits().IOSizeMax(), 1 MiB) moves in chunks
 // with several requests in flight: Write, Read, Put and Get do it for a
 // byte slice, OpenReader and OpenWriter for a stream.

@@ -104,6 +104,32 @@ func (c *Client) Sync(ctx context.Context) error {
 	return c.doEmpty(ctx, &proto.Sync{})
 }
 
+// Open takes a hold on file ino and returns its handle and attributes:
+// until Release(handle), removing the file's last name keeps its inode and
+// data, still readable and writable by number. The handle belongs to this
+// client's connection: the server releases it when the connection ends
+// (Close, or the client's process exiting), and never closes a connection
+// that holds one as idle, so it is never lost to a redial. EMFILE past the
+// server's handles per connection, EISDIR for a directory. A call whose
+// context ends before its reply drops the handle with the reply: it stays
+// held until the connection ends.
+func (c *Client) Open(ctx context.Context, ino uint64) (handle uint64, a proto.Attr, err error) {
+	rep, buf, err := c.do(ctx, &proto.Open{Ino: ino})
+	if err != nil {
+		return 0, proto.Attr{}, err
+	}
+	r := *rep.(*proto.OpenReply)
+	proto.PutBuffer(buf)
+	return r.Handle, r.Attr, nil
+}
+
+// Release drops a handle Open returned; the last hold of a file whose
+// names are all gone frees it. EBADF for a handle this connection does not
+// hold.
+func (c *Client) Release(ctx context.Context, handle uint64) error {
+	return c.doEmpty(ctx, &proto.Release{Handle: handle})
+}
+
 // Resolve returns the attributes of the inode at path ('/'-separated,
 // absolute within the store).
 func (c *Client) Resolve(ctx context.Context, path string) (proto.Attr, error) {

@@ -62,20 +62,37 @@ func TestMount_RenameAtomic(t *testing.T) {
 	t.Logf("%d renames, %d reads", renames, reads.Load())
 }
 
-// TestMount_UnlinkedOpen_Freed: a file unlinked while open keeps a
-// hidden name only until its last close; the hidden directory is never
-// listed or found through the mount.
+// TestMount_UnlinkedOpen_Freed: a file unlinked while open through the
+// mount is gone for every other client at once, while the mount's
+// descriptors still read and write it and its space stays taken; the
+// last close frees it (the mount's hold on the server goes).
 func TestMount_UnlinkedOpen_Freed(t *testing.T) {
 	mnt, c := mountStoreClient(t, fusefs.Options{})
 	ctx := context.Background()
+	used := func() uint64 {
+		t.Helper()
+		if err := c.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.StatFS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Blocks - f.BlocksFree
+	}
+	empty := used()
 	f := filepath.Join(mnt, "f")
-	if err := os.WriteFile(f, []byte("data"), 0o644); err != nil {
+	data := bytes.Repeat([]byte("data"), 1<<18) // 1 MiB
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Lookup(ctx, client.RootIno, "f")
+	if err != nil {
 		t.Fatal(err)
 	}
 	fds := make([]*os.File, 2)
 	for i := range fds {
-		var err error
-		if fds[i], err = os.Open(f); err != nil {
+		if fds[i], err = os.OpenFile(f, os.O_RDWR, 0); err != nil {
 			t.Fatal(err)
 		}
 		defer fds[i].Close() // on a failure; closed below otherwise
@@ -83,45 +100,50 @@ func TestMount_UnlinkedOpen_Freed(t *testing.T) {
 	if err := os.Remove(f); err != nil {
 		t.Fatal(err)
 	}
-	hidden, err := c.Lookup(ctx, client.RootIno, ".ustore-unlinked")
-	if err != nil {
-		t.Fatalf("the hidden directory: %v", err)
-	}
-	listHidden := func() int {
-		es, err := c.ReadDir(ctx, hidden.Ino, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(es)
-	}
-	if n := listHidden(); n != 1 {
-		t.Fatalf("%d hidden names while open, want 1", n)
+	if _, err := c.Lookup(ctx, client.RootIno, "f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("another client's lookup after the unlink: %v, want ENOENT", err)
 	}
 	if es, err := os.ReadDir(mnt); err != nil || len(es) != 0 {
 		t.Errorf("the mount's root lists %v (%v), want nothing", es, err)
 	}
-	if _, err := os.Stat(filepath.Join(mnt, ".ustore-unlinked")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("stat of the hidden directory: %v, want ENOENT", err)
+	if _, err := fds[0].WriteAt([]byte("more"), int64(len(data))); err != nil {
+		t.Fatalf("write to the unlinked file: %v", err)
+	}
+	got := make([]byte, len(data)+4)
+	if n, err := fds[1].ReadAt(got, 0); n != len(got) || !bytes.Equal(got[:len(data)], data) || string(got[len(data):]) != "more" {
+		t.Fatalf("read of the unlinked file: %d bytes, %v", n, err)
+	}
+	if st, err := fds[1].Stat(); err != nil || st.Size() != int64(len(got)) {
+		t.Fatalf("fstat of the unlinked file: %v, %v", st, err)
+	}
+	if u := used(); u < empty+uint64(len(data))/4096 {
+		t.Fatalf("%d blocks used while open, %d before the file", u, empty)
 	}
 	fds[0].Close()
-	if n := listHidden(); n != 1 {
-		t.Fatalf("%d hidden names with one descriptor left, want 1", n)
+	if _, err := c.Stat(ctx, a.Ino); err != nil {
+		t.Fatalf("the unlinked file with one descriptor left: %v", err)
 	}
 	fds[1].Close()
 	// The release reaches the mount after close returns: the kernel sends
-	// it asynchronously. A sync of the mount waits for nothing of it, so
-	// wait for the name to go, as a program would see it.
-	for i := 0; listHidden() != 0; i++ {
+	// it asynchronously. Wait for the inode to go, as a program would see
+	// its space come back.
+	for i := 0; ; i++ {
+		_, err := c.Stat(ctx, a.Ino)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 		if i == 1000 {
-			t.Fatal("the hidden name outlived the last close")
+			t.Fatalf("the unlinked file outlived its last close: stat %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	if u := used(); u > empty+2 {
+		t.Fatalf("after the last close %d blocks used, %d before the file", u, empty)
+	}
 }
 
-// TestMount_RenamedOver_Freed: a file renamed over keeps a hidden name
-// until the kernel forgets it (open_files.go's forget pin), then its
-// space goes.
+// TestMount_RenamedOver_Freed: a file renamed over stays held until the
+// kernel forgets it (open_files.go's pin), then it is freed.
 func TestMount_RenamedOver_Freed(t *testing.T) {
 	mnt, c := mountStoreClient(t, fusefs.Options{})
 	ctx := context.Background()
@@ -130,28 +152,25 @@ func TestMount_RenamedOver_Freed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	old, err := c.Lookup(ctx, client.RootIno, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Rename(filepath.Join(mnt, "new"), filepath.Join(mnt, "old")); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(mnt, "old")); err != nil || string(got) != "new" {
 		t.Fatalf("after the rename: %q %v", got, err)
 	}
-	hidden, err := c.Lookup(ctx, client.RootIno, ".ustore-unlinked")
-	if err != nil {
-		t.Fatalf("the hidden directory: %v", err)
-	}
 	// The kernel forgets the replaced inode once its dentry is gone:
 	// asynchronously, so wait for it as a program would see it.
 	for i := 0; ; i++ {
-		es, err := c.ReadDir(ctx, hidden.Ino, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(es) == 0 {
+		_, err := c.Stat(ctx, old.Ino)
+		if errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 		if i == 1000 {
-			t.Fatalf("the renamed-over file's hidden name outlived the kernel's inode: %v", es)
+			t.Fatalf("the renamed-over file outlived the kernel's inode: stat %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

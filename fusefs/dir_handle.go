@@ -26,7 +26,6 @@ import (
 type dirHandle struct {
 	fsys        *FS
 	dir, parent uint64
-	root        bool // the store's root: unlinkedDir is left out
 
 	mu    sync.Mutex
 	off   uint64           // the offset of the last entry handed out
@@ -52,29 +51,24 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		h.off = 2
 		return &fuse.DirEntry{Name: "..", Ino: h.parent, Mode: syscall.S_IFDIR, Off: 2}, 0
 	}
-	for {
-		if len(h.batch) == 0 && !h.ended {
-			es, err := h.fsys.conn().ReadDir(ctx, h.dir, h.off, readDirBatch)
-			if err != nil {
-				return nil, errnoOf(err)
-			}
-			h.batch, h.ended = es, len(es) < readDirBatch
+	if len(h.batch) == 0 && !h.ended {
+		es, err := h.fsys.conn().ReadDir(ctx, h.dir, h.off, readDirBatch)
+		if err != nil {
+			return nil, errnoOf(err)
 		}
-		if len(h.batch) == 0 {
-			return nil, 0
-		}
-		e := h.batch[0]
-		h.batch = h.batch[1:]
-		h.off = e.Cookie
-		if h.root && e.Name == unlinkedDir {
-			continue
-		}
-		mode := uint32(syscall.S_IFREG)
-		if e.Type == syscall.DT_DIR {
-			mode = syscall.S_IFDIR
-		}
-		return &fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: mode, Off: e.Cookie}, 0
+		h.batch, h.ended = es, len(es) < readDirBatch
 	}
+	if len(h.batch) == 0 {
+		return nil, 0
+	}
+	e := h.batch[0]
+	h.batch = h.batch[1:]
+	h.off = e.Cookie
+	mode := uint32(syscall.S_IFREG)
+	if e.Type == syscall.DT_DIR {
+		mode = syscall.S_IFDIR
+	}
+	return &fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: mode, Off: e.Cookie}, 0
 }
 
 // Seekdir goes back or forth to an offset handed out before (or 0).

@@ -18,8 +18,9 @@
 // fs.go (the connections, attributes), node.go (the namespace: lookup,
 // getattr, setattr, mkdir, create, unlink, rmdir, rename, link, statfs),
 // node_io.go (open, read, write, fsync, flush, release), dir_handle.go
-// (readdir), open_files.go (files unlinked while open), unsupported.go
-// (what the store lacks, and the errno each gets), errors.go, limits.go.
+// (readdir), open_files.go (the server handles of open files),
+// unsupported.go (what the store lacks, and the errno each gets),
+// errors.go, limits.go.
 //
 // # Kernel caching
 //
@@ -51,10 +52,12 @@
 //     transcripts with the kernel's own filesystem; TestMount_Unsupported).
 //  2. A file open through the mount stays readable and writable until its
 //     last release, even when its last name is unlinked or renamed over
-//     meanwhile (open_files.go; TestMount_RenameAtomic,
-//     TestMount_POSIX/unlink_while_open); its hidden name goes at the last
-//     release (TestMount_UnlinkedOpen_Freed). A name renamed over never
-//     fails an open: the old inode lives until the kernel forgets it
+//     meanwhile, by this mount or any other client: the mount holds one
+//     server handle per open inode, on its first connection, released at
+//     the last release (open_files.go; TestMount_RenameAtomic,
+//     TestMount_POSIX/unlink_while_open), and the store frees the file
+//     then (TestMount_UnlinkedOpen_Freed). A name renamed over never fails
+//     an open: the old inode is held until the kernel forgets it
 //     (TestMount_RenamedOver_Freed).
 //  3. A directory listing resumed at any offset the kernel was given sees
 //     every entry that existed throughout exactly once: offsets are the

@@ -56,7 +56,6 @@ func (f *FS) close() {
 // attributes in out. The same store inode (a hard link's second name) gets
 // the same Inode: go-fuse keys inodes by StableAttr.Ino.
 func (f *FS) newNode(ctx context.Context, parent *fs.Inode, a proto.Attr, out *fuse.EntryOut) *fs.Inode {
-	f.visible(&a)
 	fillAttr(&out.Attr, &a)
 	return parent.NewInode(ctx, &node{fsys: f}, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT, Ino: a.Ino, Gen: a.Generation})
 }

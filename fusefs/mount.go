@@ -33,10 +33,14 @@ type Mount struct {
 // in the background until it is unmounted; Wait waits for that. The mount
 // owns conns from here on: it closes them when it ends (or fails).
 func New(ctx context.Context, dir string, conns []*client.Client, opts Options) (*Mount, error) {
-	fsys := &FS{conns: conns, keepCache: opts.KeepCache, open: newOpenFiles()}
+	fsys := &FS{conns: conns, keepCache: opts.KeepCache}
 	dir, err := CheckMountPoint(dir)
 	if err == nil && len(conns) == 0 {
 		err = errors.New("fusefs: no connection")
+	}
+	if err == nil {
+		// The first connection holds the open files' handles.
+		fsys.open = newOpenFiles(conns[0])
 	}
 	if err == nil {
 		if _, err = fsys.conn().Stat(ctx, client.RootIno); err != nil {

@@ -7,7 +7,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"ustore/client"
 	"ustore/proto"
 )
 
@@ -39,9 +38,6 @@ var (
 func (n *node) ino() uint64 { return n.StableAttr().Ino }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if name == unlinkedDir && n.ino() == client.RootIno {
-		return nil, syscall.ENOENT // open_files.go: the mount's own
-	}
 	a, err := n.fsys.conn().Lookup(ctx, n.ino(), name)
 	if err != nil {
 		return nil, errnoOf(err)
@@ -54,7 +50,6 @@ func (n *node) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) 
 	if err != nil {
 		return errnoOfIno(err)
 	}
-	n.fsys.visible(&a)
 	fillAttr(&out.Attr, &a)
 	return 0
 }
@@ -100,7 +95,6 @@ func (n *node) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn,
 	if err != nil {
 		return errnoOfIno(err)
 	}
-	n.fsys.visible(&a)
 	fillAttr(&out.Attr, &a)
 	return 0
 }
@@ -166,35 +160,24 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, errnoOf(err)
 	}
-	n.fsys.open.opened(a.Ino) // released by Release
+	// Released by Release. Another client may have removed the file
+	// since: as Open, ESTALE.
+	if held, err := n.fsys.open.opened(ctx, a.Ino); err != nil {
+		return nil, nil, 0, errnoOfIno(err)
+	} else if held != nil {
+		a = *held
+	}
 	return n.fsys.newNode(ctx, n.EmbeddedInode(), a, out), &fileHandle{ino: a.Ino}, n.fsys.openFlags(), 0
 }
 
-// Unlink removes a name; an open file keeps a hidden one until its last
-// close (open_files.go).
+// Unlink removes a name. A file open here stays usable after its last
+// name goes: the mount holds it open on the server (open_files.go).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	done, err := n.keepChildAside(ctx, n.EmbeddedInode(), name, false)
-	if err != nil {
-		return errnoOf(err)
-	}
-	defer done()
 	return errnoOf(n.fsys.conn().Unlink(ctx, n.ino(), name))
 }
 
-// keepChildAside keeps the file name names in dir alive if it is open
-// here (FS.keepAside). A file open here was looked up here: the kernel's
-// tree knows it.
-func (n *node) keepChildAside(ctx context.Context, dir *fs.Inode, name string, untilForget bool) (done func(), err error) {
-	child := dir.GetChild(name)
-	if child == nil || child.IsDir() {
-		return func() {}, nil
-	}
-	return n.fsys.keepAside(ctx, child.StableAttr().Ino, untilForget)
-}
-
-// OnForget: the kernel has forgotten the inode (open_files.go's forget
-// pin).
-func (n *node) OnForget() { n.fsys.forgotten(context.Background(), n.ino()) }
+// OnForget: the kernel has forgotten the inode (open_files.go's pin).
+func (n *node) OnForget() { n.fsys.open.unpin(context.Background(), n.ino()) }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return errnoOf(n.fsys.conn().Rmdir(ctx, n.ino(), name))
@@ -208,13 +191,16 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if flags != 0 {
 		return syscall.EINVAL
 	}
-	done, err := n.keepChildAside(ctx, newParent.EmbeddedInode(), newName, true)
-	if err != nil {
-		return errnoOf(err)
+	// The file renamed over, if the kernel knows it, is held until the
+	// kernel forgets it (open_files.go, pin).
+	done := func(bool) {}
+	if child := newParent.EmbeddedInode().GetChild(newName); child != nil && !child.IsDir() {
+		done = n.fsys.open.pin(ctx, child.StableAttr().Ino)
 	}
-	defer done()
 	dst := newParent.EmbeddedInode().StableAttr().Ino
-	return errnoOf(n.fsys.conn().Rename(ctx, n.ino(), name, dst, newName))
+	err := n.fsys.conn().Rename(ctx, n.ino(), name, dst, newName)
+	done(err == nil)
+	return errnoOf(err)
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -232,7 +218,7 @@ func (n *node) OpendirHandle(ctx context.Context, _ uint32) (fs.FileHandle, uint
 	if _, p := n.Parent(); p != nil {
 		parent = p.StableAttr().Ino
 	}
-	return &dirHandle{fsys: n.fsys, dir: n.ino(), parent: parent, root: n.ino() == client.RootIno}, 0, 0
+	return &dirHandle{fsys: n.fsys, dir: n.ino(), parent: parent}, 0, 0
 }
 
 // Statfs reports the store's space in its blocks.

@@ -12,8 +12,9 @@ import (
 const fsyncDatasync = 1 << 0
 
 // The file operations. The store reads and writes by inode, so an open
-// is a check, a choice of caching, and a count (open_files.go); go-fuse
-// calls the node's Read and Write with the handle, which holds nothing.
+// is a hold on the server, counted here (open_files.go), and a choice of
+// caching; go-fuse calls the node's Read and Write with the handle, which
+// holds nothing.
 
 // fileHandle is an open file description's handle: go-fuse sends the
 // release only for an open that returned one.
@@ -37,18 +38,16 @@ func (f *FS) openFlags() uint32 {
 	return 0
 }
 
-// Open checks that the inode still exists (another client may have
-// removed it since the kernel looked it up). O_TRUNC came before it as a
-// setattr of the size (the mount does not take FUSE_ATOMIC_O_TRUNC), and
-// O_APPEND's offsets are the kernel's: it holds the inode's lock across a
-// write and knows the size, so appends through one mount are atomic.
-//
-// The open is counted until its release (open_files.go); an inode gone
-// meanwhile is ESTALE, and the kernel looks the name up again.
+// Open takes the inode's handle on the server, or counts one more open of
+// it (open_files.go): the inode must still exist (another client may have
+// removed it since the kernel looked it up: ESTALE, and the kernel looks
+// the name up again), and stays usable until the last release, whatever
+// happens to its names. O_TRUNC came before it as a setattr of the size
+// (the mount does not take FUSE_ATOMIC_O_TRUNC), and O_APPEND's offsets
+// are the kernel's: it holds the inode's lock across a write and knows
+// the size, so appends through one mount are atomic.
 func (n *node) Open(ctx context.Context, _ uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	n.fsys.open.opened(n.ino())
-	if _, err := n.fsys.conn().Stat(ctx, n.ino()); err != nil {
-		n.fsys.released(ctx, n.ino())
+	if _, err := n.fsys.open.opened(ctx, n.ino()); err != nil {
 		return nil, 0, errnoOfIno(err)
 	}
 	return &fileHandle{ino: n.ino()}, n.fsys.openFlags(), 0
@@ -84,6 +83,6 @@ func (n *node) Flush(context.Context, fs.FileHandle) syscall.Errno { return 0 }
 // Release is the last close of an open file description: the end of
 // what Open or Create counted.
 func (n *node) Release(ctx context.Context, _ fs.FileHandle) syscall.Errno {
-	n.fsys.released(ctx, n.ino())
+	n.fsys.open.released(ctx, n.ino())
 	return 0
 }

@@ -63,6 +63,10 @@ func requests() []proto.Request {
 		&proto.Put{Path: "/a/b", Data: []byte("content")},
 		&proto.Put{Path: "/" + strings.Repeat("p", proto.PathLenMax-1), Fsync: true, Data: bytes.Repeat([]byte{1}, proto.IOSizeMax)},
 		&proto.Get{Path: "/a/b"},
+		&proto.Open{Ino: 257},
+		&proto.Open{Ino: 1<<64 - 1},
+		&proto.Release{Handle: 1},
+		&proto.Release{Handle: 1<<64 - 1},
 	}
 }
 
@@ -92,6 +96,9 @@ func replies() []struct {
 		{proto.OpRead, &proto.ReadReply{Data: []byte("data")}},
 		{proto.OpGet, &proto.GetReply{Attr: a}},
 		{proto.OpGet, &proto.GetReply{Attr: a, Data: bytes.Repeat([]byte{7}, int(a.Size))}},
+		{proto.OpOpen, &proto.OpenReply{Handle: 1, Attr: a}},
+		{proto.OpOpen, &proto.OpenReply{Handle: 1<<64 - 1}},
+		{proto.OpRelease, &proto.Empty{}},
 	}
 }
 

@@ -29,6 +29,8 @@ const (
 	OpResolve Op = 16 // Resolve → Attr
 	OpPut     Op = 17 // Put → Attr
 	OpGet     Op = 18 // Get → GetReply
+	OpOpen    Op = 25 // Open → OpenReply (a handle of the connection)
+	OpRelease Op = 26 // Release → Empty
 
 	// Reserved for the POSIX ops the FUSE mount needs (issue 13), each
 	// known once its row below is filled: 19 symlink, 20 readlink,
@@ -52,6 +54,7 @@ const (
 	replyWrite
 	replyRead
 	replyGet
+	replyOpen
 )
 
 // ops is the op table: name (as in spans, "ustore.<name>") and reply kind.
@@ -77,6 +80,8 @@ var ops = [opCount]struct {
 	OpResolve: {"resolve", replyAttr},
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
+	OpOpen:    {"open", replyOpen},
+	OpRelease: {"release", replyEmpty},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -130,6 +135,10 @@ func newRequest(op Op) Request {
 		return new(Put)
 	case OpGet:
 		return new(Get)
+	case OpOpen:
+		return new(Open)
+	case OpRelease:
+		return new(Release)
 	}
 	return nil
 }
@@ -154,6 +163,8 @@ func newReply(op Op) Reply {
 		return new(ReadReply)
 	case replyGet:
 		return new(GetReply)
+	case replyOpen:
+		return new(OpenReply)
 	}
 	return nil
 }

@@ -171,6 +171,9 @@ func TestPayload_Sizes(t *testing.T) {
 		{"write header", len(payloadOf(t, &proto.Write{})), 20},
 		{"read", len(payloadOf(t, &proto.Read{})), 20},
 		{"fsync", len(payloadOf(t, &proto.Fsync{})), 9},
+		{"open", len(payloadOf(t, &proto.Open{})), 8},
+		{"open reply", len(replyPayloadOf(t, proto.OpOpen, &proto.OpenReply{})), 104},
+		{"release", len(payloadOf(t, &proto.Release{})), 8},
 		{"readdir", len(payloadOf(t, &proto.ReadDir{Max: 1})), 20},
 	} {
 		if c.got != c.want {

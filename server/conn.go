@@ -76,6 +76,8 @@ type conn struct {
 	stopOnce sync.Once
 
 	requests atomic.Uint64 // served, for the close log
+
+	handles handleTable // the connection's open files (conn_handles.go)
 }
 
 // response is one encoded frame for the writer. buf is returned to its pool
@@ -95,6 +97,7 @@ func newConn(s *Server, nc *net.UnixConn, id uint64) *conn {
 		ctx: ctx, cancel: cancel,
 		inflight: map[uint64]struct{}{},
 		stopCh:   make(chan struct{}),
+		handles:  handleTable{max: s.opts.HandlesPerConnMax},
 	}
 }
 
@@ -150,6 +153,11 @@ func (c *conn) serve() {
 	}()
 	last := c.readLoop(limits)
 	c.workers.Wait()
+	// No request of the connection runs now: its handles go, however it
+	// ended, before its last frame.
+	if n, err := c.handles.releaseAll(c.s.st); n > 0 || err != nil {
+		c.log.Debug("connection's handles released", "handles", n, "err", err)
+	}
 	if last != nil {
 		c.out <- *last
 	}

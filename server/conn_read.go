@@ -159,8 +159,10 @@ func (c *conn) readRequest(limits proto.Limits) (f proto.Frame, buf *[]byte, cha
 }
 
 // awaitFrame waits for the first byte of the next frame. With no request
-// in flight the wait is bounded by the idle timeout; with requests in
-// flight the client is waiting for them, not idle, and the wait goes on.
+// in flight and no handle held the wait is bounded by the idle timeout;
+// with requests in flight the client is waiting for them, and with
+// handles it holds files open (a process with a file open for hours):
+// not idle, and the wait goes on.
 func (c *conn) awaitFrame() error {
 	for {
 		if err := c.setReadDeadline(c.s.opts.IdleTimeout); err != nil {
@@ -173,7 +175,7 @@ func (c *conn) awaitFrame() error {
 		if !errors.Is(err, os.ErrDeadlineExceeded) || c.stopping.Load() {
 			return err
 		}
-		if len(c.slots) == 1 { // only the slot this frame holds
+		if len(c.slots) == 1 && c.handles.count() == 0 { // only the slot this frame holds
 			return errIdle
 		}
 	}

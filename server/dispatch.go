@@ -130,7 +130,7 @@ func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Requ
 		err = (*f)(ctx, req)
 	}
 	if err == nil {
-		reply, out, err = c.s.dispatch(ctx, req, limits)
+		reply, out, err = c.dispatch(ctx, req, limits)
 	}
 	binding.Unbind()
 	rt.end(reply, err)
@@ -193,6 +193,9 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 		return attrReply(st.Put(ctx, r.Path, r.Data, r.Fsync))
 	case *proto.Get:
 		return get(st, r, limits)
+	case *proto.Open, *proto.Release:
+		// The connection's (conn.dispatch, conn_handles.go).
+		assert.That(false, "server: a handle op outside its connection")
 	}
 	// DecodeRequest returns only the types above.
 	assert.That(false, "server: a request of an op the dispatcher does not know")

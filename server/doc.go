@@ -17,7 +17,8 @@
 // admit.go (who gets a connection slot: per-uid limit, slots reserved for
 // admins), conn.go (a connection and its handshake), conn_read.go (the
 // reader: deadlines, the budget), conn_inline.go (the requests the reader
-// serves itself), conn_write.go (the writer), budget.go
+// serves itself), conn_write.go (the writer), conn_handles.go (the
+// connection's open-file handles), budget.go
 // (bytes in flight), mem_release.go (memory handed back after a burst),
 // log_limit.go (rate-limited peer logs), dispatch.go (a request → a store
 // call → a reply), limits.go (every bound and why), errors.go. Frame
@@ -73,9 +74,9 @@
 //
 // # Deadlines
 //
-// A connection with nothing in flight that sends nothing for IdleTimeout is
-// closed; a frame that started must arrive whole within FrameTimeout; every
-// write of responses has WriteTimeout, so a client that does not read is
+// A connection with nothing in flight and no handle held (open files) that
+// sends nothing for IdleTimeout is closed; a frame that started must
+// arrive whole within FrameTimeout; every write of responses has WriteTimeout, so a client that does not read is
 // closed and can hold neither the budget nor a graceful shutdown. Each ends
 // the connection with a connection-level ETIMEDOUT (the write timeout
 // silently: the client is not reading). A client counts a request in flight until its
@@ -128,4 +129,10 @@
 //  7. The socket file is removed only if it is the one this server created
 //     (same device and inode); a file that is not a socket is never removed.
 //     (removeSocket, listenUnix)
+//  8. A handle (proto's open) belongs to its connection: it holds one
+//     store.Open hold until its release, or until the connection ends —
+//     however it ends, every handle left is released once no request of
+//     the connection runs; a connection holds at most HandlesPerConnMax
+//     (EMFILE past it), and one holding any is never closed as idle.
+//     (handleTable; TestServer_Handles_*)
 package server

@@ -32,6 +32,12 @@ const (
 	// small requests, across all connections.
 	inflightBytesMaxDefault = 256 << 20
 
+	// handlesPerConnMaxDefault bounds one connection's open files
+	// (Options.HandlesPerConnMax): each is a map entry and an inode held
+	// in memory; a FUSE mount holds one per file its programs have open,
+	// and Linux's default RLIMIT_NOFILE soft limit is 1024.
+	handlesPerConnMaxDefault = 4096
+
 	// idleTimeoutDefault closes an idle connection (Options.IdleTimeout):
 	// long enough for a client between bursts, short enough that idle
 	// connections do not pile up.

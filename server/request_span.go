@@ -37,6 +37,8 @@ func setRequestAttrs(span trace.Span, req proto.Request) {
 		span.SetAttributes(trace.Dir(r.Dir))
 	case *proto.Stat:
 		span.SetAttributes(trace.Ino(r.Ino))
+	case *proto.Open:
+		span.SetAttributes(trace.Ino(r.Ino))
 	case *proto.SetAttr:
 		span.SetAttributes(trace.Ino(r.Ino))
 	case *proto.Write:

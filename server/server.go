@@ -60,6 +60,9 @@ type Options struct {
 	// server stops reading requests until responses have gone out
 	// (budget.go).
 	InflightBytesMax int64
+	// HandlesPerConnMax bounds the handles (open files: proto's open) one
+	// connection holds at once (default 4096); past it open is EMFILE.
+	HandlesPerConnMax int
 	// IdleTimeout closes a connection that has no request in flight and
 	// sends nothing for this long, with a connection-level ETIMEDOUT
 	// (default 5 minutes; negative: never).
@@ -133,6 +136,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.InflightBytesMax < inflightBytesMin {
 		return o, fmt.Errorf("server: InflightBytesMax %d is less than %d (two full frames: one request must always fit)",
 			o.InflightBytesMax, inflightBytesMin)
+	}
+	if o.HandlesPerConnMax == 0 {
+		o.HandlesPerConnMax = handlesPerConnMaxDefault
+	}
+	if o.HandlesPerConnMax < 0 {
+		return o, fmt.Errorf("server: HandlesPerConnMax %d", o.HandlesPerConnMax)
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = idleTimeoutDefault
@@ -250,7 +259,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 	s.refuseTimeout.Store(int64(refuseTimeout))
 	s.mem = newMemRelease(s.budget)
 	s.log.Info("listening", "socket", opts.Socket, "mode", fmt.Sprintf("%#o", opts.SocketMode.Perm()),
-		"allow_uids", opts.AllowUIDs, "allow_gids", opts.AllowGIDs, "admin_uids", opts.AdminUIDs,
+		"handles_per_conn", opts.HandlesPerConnMax, "allow_uids", opts.AllowUIDs, "allow_gids", opts.AllowGIDs, "admin_uids", opts.AdminUIDs,
 		"inflight_max", opts.InflightMax, "frame_size_max", opts.FrameSizeMax, "inflight_bytes_max", opts.InflightBytesMax,
 		"conn_max", opts.ConnMax, "conn_reserved", opts.ConnReserved, "conn_per_uid_max", opts.ConnPerUIDMax,
 		"idle_timeout", opts.IdleTimeout, "frame_timeout", opts.FrameTimeout, "write_timeout", opts.WriteTimeout)

@@ -13,8 +13,9 @@ import (
 // engine's checks (tree shape, checksums, space, data checksums) and the
 // namespace's — every name is three matching items (DIR_ITEM, DIR_INDEX,
 // INODE_REF) pointing at an existing inode, link counts and directory
-// sizes match the names, every inode but the root has a name and every
-// directory exactly one, extents do not overlap and add up to the inode's
+// sizes match the names, every inode but the root and the orphans has a
+// name and every directory exactly one, every orphan item names a file
+// with nlink 0, extents do not overlap and add up to the inode's
 // byte count, reach no further than the block holding the file's end,
 // and each item's fields are ones the store can write (check_items.go).
 // Data blocks are not read: Scrub does that.
@@ -27,6 +28,7 @@ func (s *Store) Check() error {
 	}
 	c.checkNames()
 	c.checkInodes()
+	c.checkOrphans()
 	return errors.Join(c.errs...)
 }
 
@@ -43,6 +45,7 @@ type namespaceCheck struct {
 	dirItems map[dirName]engine.DirEntry // from DIR_ITEM
 	dirIndex map[dirName]engine.DirEntry // from DIR_INDEX
 	refs     map[dirName]engine.DirEntry // from INODE_REF, Child = the inode
+	orphans  map[Ino]bool                // inodes named by ORPHAN_ITEMs
 }
 
 // inodeInfo is what the fs tree says about one inode.
@@ -71,6 +74,7 @@ func newNamespaceCheck(s *Store, committed journal.Transid) *namespaceCheck {
 		dirItems:  map[dirName]engine.DirEntry{},
 		dirIndex:  map[dirName]engine.DirEntry{},
 		refs:      map[dirName]engine.DirEntry{},
+		orphans:   map[Ino]bool{},
 	}
 }
 
@@ -96,6 +100,12 @@ func (c *namespaceCheck) visit(k engine.Key, b []byte) bool {
 		c.visitNames(k, b)
 	case engine.TypeExtentData:
 		c.visitExtent(k, b)
+	case engine.TypeOrphanItem:
+		if k.ObjectID != engine.OrphanObjectID || len(b) != 0 {
+			c.add("fs tree: malformed orphan item %v of %d bytes", k, len(b))
+			return true
+		}
+		c.orphans[Ino(k.Offset)] = true
 	default:
 		c.add("fs tree: unexpected item %v", k)
 	}
@@ -203,6 +213,9 @@ func (c *namespaceCheck) checkInodes() {
 			if i.names != 0 {
 				c.add("root directory has %d names", i.names)
 			}
+		case i.names == 0 && c.orphans[ino]:
+			// An orphan: open and unlinked (orphan.go); checkOrphans
+			// checks its item.
 		case i.names == 0:
 			c.add("inode %d has no name", ino)
 		case isDir && i.names != 1:
@@ -216,6 +229,23 @@ func (c *namespaceCheck) checkInodes() {
 		// A read-only store does not look for the next inode number.
 		if ino >= c.s.nextIno.Load() && !c.s.opts.ReadOnly {
 			c.add("inode %d at or above the next inode number %d", ino, c.s.nextIno.Load())
+		}
+	}
+}
+
+// checkOrphans checks that every orphan item names a file with nlink 0 (an
+// nlink-0 file without one has no name, which checkInodes reports; so is a
+// name of an orphan, by checkFile's link count).
+func (c *namespaceCheck) checkOrphans() {
+	for ino := range c.orphans {
+		i, ok := c.inodes[ino]
+		switch {
+		case !ok || !c.seenItem[ino]:
+			c.add("orphan item for inode %d, which has no inode item", ino)
+		case i.item.Mode&ModeType == ModeDir:
+			c.add("orphan item for directory %d", ino)
+		case i.item.Nlink != 0:
+			c.add("orphan item for inode %d with nlink %d", ino, i.item.Nlink)
 		}
 	}
 }

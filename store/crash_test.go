@@ -115,6 +115,36 @@ var crashOps = []crashOp{
 	// After a create: shrink a new file; and one more replace.
 	{kind: opTruncate, a: "/n", n: 100},
 	{kind: opRename, a: "/A", b: "/D/C"},
+	// Open files: a hold, the unlink or rename that makes an orphan of
+	// it (above), writes to it by number, and its release.
+	{kind: opOpen, a: "/A"},
+	{kind: opOpen, a: "/D/C"},
+	{kind: opWriteHeld, a: "/A", off: -1, n: 5000},
+	{kind: opRelease, a: "/A"},
+	{kind: opRelease, a: "/D/C"},
+}
+
+// crashOrphanWorkloads run in every mode: files unlinked or renamed over
+// while open, written and fsynced as orphans, and released.
+var crashOrphanWorkloads = []crashWorkload{
+	{{crashOp{kind: opOpen, a: "/A"}, crashPP{kind: ppSync}},
+		{crashOp{kind: opUnlink, a: "/A"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opWriteHeld, a: "/A", off: -1, n: 5000}, crashPP{ppFsyncHeld, "/A"}},
+		{crashOp{kind: opRelease, a: "/A"}, crashPP{ppFsync, "/D/C"}}},
+	{{crashOp{kind: opOpen, a: "/A"}, crashPP{ppFsync, "/D/C"}},
+		{crashOp{kind: opRename, a: "/B", b: "/A"}, crashPP{ppFsync, "/A"}},
+		{crashOp{kind: opRelease, a: "/A"}, crashPP{kind: ppSync}}},
+	{{crashOp{kind: opOpen, a: "/D/C"}, crashPP{ppFsyncDir, "/E"}},
+		{crashOp{kind: opUnlink, a: "/D/C"}, crashPP{ppFsyncHeld, "/D/C"}},
+		{crashOp{kind: opRelease, a: "/D/C"}, crashPP{ppFsyncDir, "/D"}}},
+	{{crashOp{kind: opOpen, a: "/A"}, crashPP{ppFsync, "/A"}},
+		{crashOp{kind: opLink, a: "/A", b: "/D/l"}, crashPP{ppFsync, "/D/l"}},
+		{crashOp{kind: opUnlink, a: "/A"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opUnlink, a: "/D/l"}, crashPP{ppFsyncHeld, "/A"}},
+		{crashOp{kind: opRelease, a: "/A"}, crashPP{kind: ppSync}}},
+	// Released while still named: nothing is freed.
+	{{crashOp{kind: opOpen, a: "/D/C"}, crashPP{kind: ppSync}},
+		{crashOp{kind: opRelease, a: "/D/C"}, crashPP{ppFsync, "/D/C"}}},
 }
 
 // crashRegressions run in every mode: workloads that found bugs.
@@ -144,6 +174,10 @@ type crashNode struct {
 	dir  bool
 	data []byte         // a file's content; replaced, never changed in place
 	ents map[string]Ino // a directory's entries
+	// heldAs: the path a file was opened by (opOpen), "" if it has no
+	// hold. A held file keeps its node when its last name goes (an
+	// orphan: no name leads to it) until its release.
+	heldAs string
 }
 
 // crashModel is the namespace and content: inode → node.
@@ -214,6 +248,23 @@ func (m crashModel) entry(dir Ino, name string) Ino {
 	return n.ents[name]
 }
 
+// held returns the file held as label p.
+func (m crashModel) held(p string) (Ino, bool) {
+	for ino, n := range m {
+		if n.heldAs == p {
+			return ino, true
+		}
+	}
+	return 0, false
+}
+
+// named reports whether node ino is one a walk from the root finds: a
+// directory, or a file with a name (not an orphan).
+func (m crashModel) named(ino Ino) bool {
+	n := m[ino]
+	return n != nil && (n.dir || m.links(ino) > 0)
+}
+
 func (m crashModel) links(ino Ino) int {
 	k := 0
 	for _, n := range m {
@@ -257,6 +308,9 @@ const (
 	opUnlink
 	opRename
 	opRmdir
+	opOpen      // a hold on the file at a, labelled a
+	opRelease   // release the hold labelled a
+	opWriteHeld // a write to the file held as a, named or not
 )
 
 type crashOp struct {
@@ -287,6 +341,12 @@ func (o crashOp) String() string {
 		return "rename " + o.a + " " + o.b
 	case opRmdir:
 		return "rmdir " + o.a
+	case opOpen:
+		return "open " + o.a
+	case opRelease:
+		return "release " + o.a
+	case opWriteHeld:
+		return fmt.Sprintf("write-held %s +%d", o.a, o.n)
 	}
 	return "?"
 }
@@ -326,17 +386,34 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 		if r.dir, r.name, ok = m.parentDir(op.a); !ok || m.entry(r.dir, r.name) != 0 {
 			return r, errCrashInvalid
 		}
-	case opWrite, opTruncate:
-		if !m.isFile(op.a) {
+	case opWrite, opTruncate, opWriteHeld:
+		if op.kind == opWriteHeld {
+			if r.ino, ok = m.held(op.a); !ok {
+				return r, errCrashInvalid
+			}
+		} else if !m.isFile(op.a) {
 			return r, errCrashInvalid
+		} else {
+			r.ino, _ = m.lookup(op.a)
 		}
-		r.ino, _ = m.lookup(op.a)
-		if op.kind == opWrite {
+		if op.kind != opTruncate {
 			r.off = op.off
 			if r.off < 0 {
 				r.off = len(m[r.ino].data)
 			}
 			r.data = crashData(step, r.off, op.n)
+		}
+	case opOpen:
+		if !m.isFile(op.a) {
+			return r, errCrashInvalid
+		}
+		r.ino, _ = m.lookup(op.a)
+		if _, taken := m.held(op.a); taken || m[r.ino].heldAs != "" {
+			return r, errCrashInvalid
+		}
+	case opRelease:
+		if r.ino, ok = m.held(op.a); !ok {
+			return r, errCrashInvalid
 		}
 	case opLink:
 		if !m.isFile(op.a) {
@@ -382,7 +459,7 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 // or mkdir made.
 func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
 	drop := func(ino Ino) {
-		if m.links(ino) == 0 {
+		if m.links(ino) == 0 && m[ino].heldAs == "" {
 			delete(m, ino)
 		}
 	}
@@ -394,7 +471,12 @@ func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
 		}
 		m[newIno] = n
 		m[r.dir].ents[r.name] = newIno
-	case opWrite:
+	case opOpen:
+		m[r.ino].heldAs = op.a
+	case opRelease:
+		m[r.ino].heldAs = ""
+		drop(r.ino)
+	case opWrite, opWriteHeld:
 		f := m[r.ino]
 		d := make([]byte, max(len(f.data), r.off+len(r.data)))
 		copy(d, f.data)
@@ -442,6 +524,10 @@ func (op crashOp) targets(m crashModel) (files, dirs []string) {
 		return nil, []string{op.a, parent(op.a)}
 	case opWrite, opTruncate:
 		return []string{op.a}, nil
+	case opOpen, opRelease, opWriteHeld:
+		// Nothing a named persistence point reaches (crashPPs offers an
+		// orphan's own fsync).
+		return nil, nil
 	case opLink:
 		return []string{op.b}, []string{parent(op.b)}
 	case opUnlink, opRmdir:
@@ -467,6 +553,7 @@ const (
 	ppFsync
 	ppFdatasync
 	ppFsyncDir
+	ppFsyncHeld // fsync of the file held as path, named or not
 )
 
 type crashPP struct {
@@ -482,6 +569,8 @@ func (p crashPP) String() string {
 		return "fdatasync " + p.path
 	case ppFsyncDir:
 		return "fsync-dir " + p.path
+	case ppFsyncHeld:
+		return "fsync-held " + p.path
 	}
 	return "sync"
 }
@@ -526,6 +615,10 @@ func crashPPs(m crashModel, ops []crashOp) []crashPP {
 	}
 	for _, op := range ops {
 		add(op.targets(m))
+		if _, ok := m.held(op.a); ok && op.kind == opOpen && !seen["held "+op.a] {
+			seen["held "+op.a] = true
+			pps = append(pps, crashPP{ppFsyncHeld, op.a})
+		}
 	}
 	add([]string{"/D/C"}, []string{"/E"})
 	return pps
@@ -631,12 +724,16 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 		var a Attr
 		a, err = s.Mkdir(r.dir, r.name, 0o755)
 		newIno = a.Ino
-	case opWrite:
+	case opWrite, opWriteHeld:
 		var n int
 		n, err = s.Write(r.ino, uint64(r.off), r.data)
 		if err == nil && n != len(r.data) {
 			err = fmt.Errorf("short write %d", n)
 		}
+	case opOpen:
+		_, err = s.Open(r.ino)
+	case opRelease:
+		err = s.Release(r.ino)
 	case opTruncate:
 		err = s.Truncate(r.ino, uint64(op.n))
 	case opLink:
@@ -703,6 +800,17 @@ func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*cra
 		case ppSync:
 			err = s.Sync(ctx)
 			g.sync = step
+		case ppFsyncHeld:
+			// An orphan's fsync promises nothing a crash leaves (mount
+			// frees it); a named file's, its content.
+			ino, ok := m.held(st.pp.path)
+			if !ok {
+				return nil, fmt.Errorf("step %d: %v: nothing held", step, st.pp)
+			}
+			err = s.Fsync(ctx, ino, false)
+			if m.links(ino) > 0 {
+				g.file[ino] = step
+			}
 		default:
 			ino, ok := m.lookup(st.pp.path)
 			if !ok {
@@ -924,8 +1032,14 @@ func (r *crashRun) check(p crashPoint) error {
 	if err := s.Check(); err != nil {
 		return fmt.Errorf("fsck: %w", err)
 	}
+	if inos, err := s.orphans(); err != nil || len(inos) != 0 {
+		return fmt.Errorf("orphan items after mount: %v, %v", inos, err)
+	}
 	disk, err := crashWalk(s)
 	if err != nil {
+		return err
+	}
+	if err := crashNoLeak(s, disk); err != nil {
 		return err
 	}
 
@@ -987,7 +1101,7 @@ func (r *crashRun) check(p crashPoint) error {
 	inos := map[Ino]bool{}
 	for _, m := range window[:last+1] {
 		for ino, n := range m {
-			if !n.dir {
+			if !n.dir && m.named(ino) {
 				inos[ino] = true
 			}
 		}
@@ -1000,10 +1114,10 @@ func (r *crashRun) check(p crashPoint) error {
 		var vals [][]byte
 		absentOK := false
 		for _, m := range window[from : last+1] {
-			if n := m[ino]; n != nil {
+			if n := m[ino]; n != nil && m.named(ino) {
 				vals = append(vals, n.data)
 			} else {
-				absentOK = true
+				absentOK = true // gone, or an orphan (mount frees it)
 			}
 		}
 		got, present := disk.files[ino]
@@ -1087,6 +1201,7 @@ func TestCrash_Workloads(t *testing.T) {
 	}
 	ws = append(ws, two...)
 	ws = append(ws, crashRegressions...)
+	ws = append(ws, crashOrphanWorkloads...)
 	for range n3 {
 		ws = append(ws, crashRandom(rng, m0, 3))
 	}
@@ -1134,6 +1249,6 @@ func TestCrash_Workloads(t *testing.T) {
 	if full {
 		mode = "full"
 	}
-	t.Logf("%s (seed %d): %d workloads (%d of 1 step, %d of %d of 2 steps, %d regressions, %d random of 3), %d crash points checked, %v",
-		mode, seed, len(ws), n1, len(two), n2all, len(crashRegressions), n3, cases.Load(), time.Since(start).Round(time.Millisecond))
+	t.Logf("%s (seed %d): %d workloads (%d of 1 step, %d of %d of 2 steps, %d regressions, %d with open files, %d random of 3), %d crash points checked, %v",
+		mode, seed, len(ws), n1, len(two), n2all, len(crashRegressions), len(crashOrphanWorkloads), n3, cases.Load(), time.Since(start).Round(time.Millisecond))
 }

@@ -15,7 +15,8 @@
 // fsync path" below), itable.go (inodes in memory), check.go and
 // check_items.go (fsck), scrub.go (fsck --data: every data block against its
 // checksum), ino_paths.go (an inode's paths, for reports), read_only.go (the
-// degraded, read-only mount), store.go (mount and unmount), path.go.
+// degraded, read-only mount), orphan.go (open files: holds, orphans and
+// their cleanup at mount), store.go (mount and unmount), path.go.
 //
 // # Invariants
 //
@@ -94,6 +95,14 @@
 //     no block, and dropping an inode's cached blocks is one epoch change,
 //     whatever the file's size. (Store.teardown, invalidateLocked;
 //     TestStore_Close_TeardownLinear)
+//  15. A file whose last name goes while it has holds (Open) keeps its
+//     inode and data at nlink 0, and its ORPHAN_ITEM enters the tree in
+//     the same transaction as the name's removal; the last Release frees
+//     the inode and the item in one transaction, and mount frees every
+//     orphan after log replay, so no crash leaks an orphan's space. A
+//     held inode is never evicted (each hold is a table reference).
+//     (orphanInode, freeOrphanLocked, freeOrphans;
+//     TestCrash_UnlinkWhileOpen, TestStore_Open_NotEvicted)
 //
 // # The fsync path
 //

@@ -75,6 +75,11 @@ type inode struct {
 	epoch, cacheSeq, raNext uint64
 	// nextIndex is a directory's next DIR_INDEX offset.
 	nextIndex uint64
+	// holds counts a file's Open holds (orphan.go); each holds one of
+	// refs. A file whose last name goes while it has holds becomes an
+	// orphan: nlink 0, not deleted, freed by the last Release. Guarded by
+	// mu.
+	holds int
 	// deleted: the inode's last name is gone and its items are deleted.
 	// Set under mu (once, never cleared); read under mu, or without a
 	// lock by fsync's fast path.

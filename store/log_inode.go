@@ -543,6 +543,9 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 	if s.e.Committed(in.lastTrans.Load()) {
 		return outcomeCommitted, nil
 	}
+	if in.orphanLocked() {
+		return outcomeCommit, &errFallback{fallbackUnlinked}
+	}
 	if reason := s.track.staleReason(tid); reason != fallbackNone {
 		return outcomeCommit, &errFallback{reason}
 	}

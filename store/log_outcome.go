@@ -63,6 +63,10 @@ const (
 	fallbackLogPoisoned
 	// fallbackLogError: logging failed (the error is logged).
 	fallbackLogError
+	// fallbackUnlinked: the inode is an orphan (open, its last name gone:
+	// orphan.go). Replay would take a logged inode without names for one
+	// to delete, and its orphan item is in the tree, not the log: commit.
+	fallbackUnlinked
 )
 
 func (r fallbackReason) String() string {
@@ -83,6 +87,8 @@ func (r fallbackReason) String() string {
 		return "log_poisoned"
 	case fallbackLogError:
 		return "log_error"
+	case fallbackUnlinked:
+		return "unlinked"
 	}
 	return "unknown"
 }

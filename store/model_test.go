@@ -36,6 +36,7 @@ type modelNode struct {
 	nlink   int                 // a file's names
 	entries map[string]modelEnt // a directory's entries
 	parent  Ino                 // a directory's parent
+	holds   int                 // a file's Open holds: at nlink 0 it is an orphan
 }
 
 type modelEnt struct {
@@ -49,6 +50,8 @@ type modelFS struct {
 	nodes map[Ino]*modelNode
 	dead  map[Ino]bool
 	seq   uint64
+	// orphansMade counts files whose last name went while held.
+	orphansMade int
 }
 
 func newModelFS() *modelFS {
@@ -114,12 +117,37 @@ func (m *modelFS) dropName(dir Ino, name string) {
 	n := m.nodes[e.ino]
 	if !n.dir {
 		n.nlink--
-		if n.nlink > 0 {
-			return
+		if n.nlink == 0 && n.holds > 0 {
+			m.orphansMade++
+		}
+		if n.nlink > 0 || n.holds > 0 {
+			return // a name left, or held: an orphan until its last release
 		}
 	}
 	delete(m.nodes, e.ino)
 	m.dead[e.ino] = true
+}
+
+// orphans is the number of files held open with no name left.
+func (m *modelFS) orphans() int {
+	k := 0
+	for _, n := range m.nodes {
+		if !n.dir && n.nlink == 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// dropHolds drops every hold, as a remount does: the orphans go.
+func (m *modelFS) dropHolds() {
+	for ino, n := range m.nodes {
+		n.holds = 0
+		if !n.dir && n.nlink == 0 {
+			delete(m.nodes, ino)
+			m.dead[ino] = true
+		}
+	}
 }
 
 // under reports whether dir is anc or lies under it.
@@ -331,7 +359,7 @@ func (r *modelRun) opLink() {
 	}
 	if want == 0 {
 		switch n := r.m.nodes[ino]; {
-		case n == nil:
+		case n == nil, !n.dir && n.nlink == 0: // an orphan gets no name back
 			want = syscall.ENOENT
 		case n.dir:
 			want = syscall.EPERM
@@ -704,6 +732,57 @@ func (r *modelRun) compareListing(what string, dir Ino, got []DirEntry) {
 	}
 }
 
+func (r *modelRun) opOpen() {
+	ino := r.pick(false)
+	n := r.m.nodes[ino]
+	want := syscall.Errno(0)
+	switch {
+	case n == nil:
+		want = syscall.ENOENT
+	case n.dir:
+		want = syscall.EISDIR
+	}
+	what := fmt.Sprintf("open(%d)", ino)
+	a, err := r.s.Open(ino)
+	r.logf("%s = %v", what, err)
+	r.check(what, err, want)
+	if err == nil {
+		n.holds++
+		r.compareAttr(what, ino, a)
+	}
+}
+
+// opRelease releases a held file, now and then one without a hold
+// (EBADF).
+func (r *modelRun) opRelease() {
+	var held []Ino
+	for _, ino := range r.inos(false) {
+		if r.m.nodes[ino].holds > 0 {
+			held = append(held, ino)
+		}
+	}
+	ino := r.pickFrom(held)
+	if len(held) == 0 || r.rng.IntN(10) == 0 {
+		ino = r.pick(false)
+	}
+	n := r.m.nodes[ino]
+	want := syscall.Errno(0)
+	if n == nil || n.holds == 0 {
+		want = syscall.EBADF
+	}
+	what := fmt.Sprintf("release(%d)", ino)
+	err := r.s.Release(ino)
+	r.logf("%s = %v", what, err)
+	r.check(what, err, want)
+	if err != nil {
+		return
+	}
+	if n.holds--; n.holds == 0 && n.nlink == 0 {
+		delete(r.m.nodes, ino)
+		r.m.dead[ino] = true
+	}
+}
+
 func (r *modelRun) opFsync() {
 	inos := r.inos(r.rng.IntN(4) == 0)
 	if len(inos) == 0 {
@@ -734,6 +813,11 @@ func (r *modelRun) opRemount() {
 		r.fatalf("open: %v", err)
 	}
 	r.s = s
+	// The holds went with the old mount; this one freed the orphans.
+	if got, want := s.OrphansFreed(), r.m.orphans(); got != want {
+		r.fatalf("remount freed %d orphans, the model has %d", got, want)
+	}
+	r.m.dropHolds()
 	r.verifyAll("after remount", true)
 }
 
@@ -796,8 +880,24 @@ func (r *modelRun) verifyAll(when string, all bool) {
 		}
 	}
 	walk(RootIno, "")
-	if len(seen) != len(r.m.nodes) {
-		r.fatalf("%s: %d inodes reachable, the model has %d", when, len(seen), len(r.m.nodes))
+	if len(seen) != len(r.m.nodes)-r.m.orphans() {
+		r.fatalf("%s: %d inodes reachable, the model has %d and %d orphans", when, len(seen), len(r.m.nodes), r.m.orphans())
+	}
+	// The orphans: no name leads to them; by number they are whole.
+	for _, ino := range r.inos(false) {
+		n := r.m.nodes[ino]
+		if n.nlink != 0 {
+			continue
+		}
+		a, err := r.s.Stat(ino)
+		if err != nil {
+			r.fatalf("%s: stat of orphan %d: %v", when, ino, err)
+		}
+		r.compareAttr(when+": stat of an orphan", ino, a)
+		buf := make([]byte, len(n.data)+1)
+		if got, err := r.s.Read(ino, 0, buf); err != nil || !bytes.Equal(buf[:got], n.data) {
+			r.fatalf("%s: content of orphan %d: %d bytes (%v), want %d", when, ino, got, err, len(n.data))
+		}
 	}
 	for ino := range r.m.dead {
 		if _, err := r.s.Stat(ino); !errors.Is(err, syscall.ENOENT) {
@@ -877,6 +977,8 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 		{5, r.opLookup},
 		{4, r.opStat},
 		{1, r.opFsync},
+		{6, r.opOpen},
+		{3, r.opRelease},
 	}
 	total := 0
 	for _, k := range kinds {
@@ -921,14 +1023,14 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 	}) {
 		outs = append(outs, fmt.Sprintf("%d×%s", r.outcomes[e], modelErrnoName(e)))
 	}
-	t.Logf("%d operations, %d syncs and remounts; at the end %d files (%d bytes), %d directories; results: %s",
-		len(r.log), r.syncs, files, bytes, dirs, strings.Join(outs, " "))
+	t.Logf("%d operations, %d syncs and remounts, %d orphans made; at the end %d files (%d bytes), %d directories; results: %s",
+		len(r.log), r.syncs, r.m.orphansMade, files, bytes, dirs, strings.Join(outs, " "))
 }
 
 func modelErrnoName(e syscall.Errno) string {
 	names := map[syscall.Errno]string{0: "ok", syscall.ENOENT: "ENOENT", syscall.EEXIST: "EEXIST",
 		syscall.ENOTDIR: "ENOTDIR", syscall.EISDIR: "EISDIR", syscall.ENOTEMPTY: "ENOTEMPTY",
-		syscall.EINVAL: "EINVAL", syscall.ENAMETOOLONG: "ENAMETOOLONG", syscall.EPERM: "EPERM"}
+		syscall.EINVAL: "EINVAL", syscall.ENAMETOOLONG: "ENAMETOOLONG", syscall.EPERM: "EPERM", syscall.EBADF: "EBADF"}
 	if n, ok := names[e]; ok {
 		return n
 	}

@@ -264,7 +264,9 @@ func (s *Store) link(ino, dir Ino, name string) (_ Attr, err error) {
 	}
 	unlock := lockAll(d, in)
 	defer unlock()
-	if d.deleted.Load() || in.deleted.Load() {
+	// An orphan gets no name back (Linux: ENOENT for linkat of an
+	// unlinked file).
+	if d.deleted.Load() || in.deleted.Load() || in.orphanLocked() {
 		return Attr{}, syscall.ENOENT
 	}
 	if in.item.Nlink >= linkMax {
@@ -420,9 +422,13 @@ func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *i
 }
 
 // dropLink lowers victim's link count after one of its names went, and
-// deletes it with its last (victim.wbMu and mu held).
+// deletes it with its last — or, if it is held open, keeps it as an
+// orphan (orphan.go) (victim.wbMu and mu held).
 func (s *Store) dropLink(tr *engine.Trans, victim *inode, t engine.Timespec) error {
 	victim.item.Ctime = t
+	if !victim.isDir() && victim.item.Nlink <= 1 && victim.holds > 0 {
+		return s.orphanInode(tr, victim)
+	}
 	if victim.isDir() || victim.item.Nlink <= 1 {
 		return s.deleteInode(tr, victim)
 	}

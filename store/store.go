@@ -40,6 +40,8 @@ type Store struct {
 	opMeta    uint64 // tree space one namespace operation may need
 	inlineMax int
 
+	orphansFreed int // the orphans mount freed (orphan.go)
+
 	stop        chan struct{}
 	flusherDone chan struct{}
 	closeOnce   sync.Once
@@ -118,6 +120,14 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store: replaying the fsync log: %w", err)
 		}
 		s.replay = rep
+		// After replay: an inode the log gave back a name is no orphan
+		// (replay drops the ones it left nameless itself).
+		n, err := s.freeOrphans()
+		if err != nil {
+			e.Close(context.Background())
+			return nil, err
+		}
+		s.orphansFreed = n
 	}
 	if _, err := s.stat(engine.RootDirIno); err != nil {
 		e.Close(context.Background())
@@ -135,14 +145,19 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.nextIno.Store(next + 1)
 	go s.flusher()
 	s.log.Info("store mounted", "duration", time.Since(start), "next_ino", next+1,
-		"node_size", e.NodeSize(), "dirty_budget", opts.DirtyBytes, "read_only", opts.ReadOnly)
+		"node_size", e.NodeSize(), "orphans_freed", s.orphansFreed, "dirty_budget", opts.DirtyBytes, "read_only", opts.ReadOnly)
 	return s, nil
 }
 
-// highestIno returns the highest inode number in the fs tree.
+// highestIno returns the highest inode number in the fs tree, below the
+// orphan items' objectid (a read-only mount leaves them; none is an
+// inode's).
 func (s *Store) highestIno() (Ino, error) {
 	hi := engine.FirstFreeIno - 1
-	err := s.fs.IterateReverse(engine.MaxKey, func(k engine.Key, _ []byte) bool {
+	err := s.fs.IterateReverse(orphanKey(0), func(k engine.Key, _ []byte) bool {
+		if k.ObjectID >= engine.OrphanObjectID {
+			return true
+		}
 		hi = max(hi, k.Ino())
 		return false
 	})
@@ -168,6 +183,10 @@ func (s *Store) Close(ctx context.Context) error {
 	})
 	return err
 }
+
+// OrphansFreed reports how many orphans (files open and unlinked when the
+// store last stopped) the mount freed.
+func (s *Store) OrphansFreed() int { return s.orphansFreed }
 
 // Replay reports what the mount's log replay did.
 func (s *Store) Replay() logtree.Report { return s.replay }

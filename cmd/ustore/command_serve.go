@@ -39,15 +39,16 @@ type serveConfig struct {
 	ShutdownTimeout time.Duration
 	// The service's bounds (server.Options): bytes in flight, connections,
 	// deadlines.
-	InflightBytes int64
-	ConnMax       int
-	ConnPerUID    int
-	ConnReserved  int
-	AdminUIDs     []uint32 // nil: the server's default (root and its own uid)
-	IdleTimeout   time.Duration
-	FrameTimeout  time.Duration
-	WriteTimeout  time.Duration
-	LogLevel      slog.Level
+	InflightBytes  int64
+	ConnMax        int
+	ConnPerUID     int
+	ConnReserved   int
+	HandlesPerConn int
+	AdminUIDs      []uint32 // nil: the server's default (root and its own uid)
+	IdleTimeout    time.Duration
+	FrameTimeout   time.Duration
+	WriteTimeout   time.Duration
+	LogLevel       slog.Level
 	// Tracing and metrics endpoints, kept for the tracing setup: OTLP
 	// traces to OTLPEndpoint, a Prometheus scrape endpoint on MetricsAddr.
 	OTLPEndpoint string
@@ -123,6 +124,11 @@ Bounds, so that no client can take the service down (docs/design/service.md):
                     --admin-uid (default root and the server's uid), so an
                     administrator can always connect; any other user has at
                     most --conn-per-uid (then EBUSY at the hello).
+  --handles-per-conn
+                    files one connection holds open (a FUSE mount: the files
+                    its programs have open); past it open is EMFILE. A
+                    connection's handles are released when it ends, and it is
+                    never closed as idle while it holds any.
   --idle-timeout    closes a connection with nothing in flight that sends
                     nothing (0: never); --frame-timeout bounds the reading of a
                     request that has started; --write-timeout closes a client
@@ -193,6 +199,9 @@ log, so without the files fsynced after it (a warning says so).
 			if cfg.ConnMax < 1 || cfg.ConnPerUID < 1 || cfg.ConnReserved < 1 || cfg.ConnReserved >= cfg.ConnMax {
 				return usageError{errors.New("--conn-max, --conn-per-uid and --conn-reserved must be ≥ 1, and --conn-reserved less than --conn-max")}
 			}
+			if cfg.HandlesPerConn < 1 {
+				return usageError{errors.New("--handles-per-conn must be ≥ 1")}
+			}
 			if cfg.IdleTimeout < 0 || cfg.FrameTimeout <= 0 || cfg.WriteTimeout <= 0 {
 				return usageError{errors.New("--idle-timeout must be ≥ 0, --frame-timeout and --write-timeout > 0")}
 			}
@@ -238,6 +247,7 @@ log, so without the files fsynced after it (a warning says so).
 	f.IntVar(&cfg.ConnMax, "conn-max", 1024, "connections served at once")
 	f.IntVar(&cfg.ConnPerUID, "conn-per-uid", 64, "connections of one user (not an --admin-uid); past it EBUSY at the hello")
 	f.IntVar(&cfg.ConnReserved, "conn-reserved", 8, "of --conn-max, connections only --admin-uid users may take")
+	f.IntVar(&cfg.HandlesPerConn, "handles-per-conn", 4096, "files one connection may hold open at once; past it open is EMFILE")
 	f.StringSliceVar(&adminUIDs, "admin-uid", nil, "users who may take the reserved connections and are not limited per uid, names or uids (default: root and the server's own uid)")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection with nothing in flight that sends nothing for this long (0: never)")
 	f.DurationVar(&cfg.FrameTimeout, "frame-timeout", 10*time.Second, "a request that has started must arrive whole within this")
@@ -398,7 +408,7 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	srv, err := server.New(st, server.Options{Socket: cfg.Socket, SocketMode: cfg.SocketMode, SocketGroup: cfg.SocketGroup,
 		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log,
 		InflightBytesMax: cfg.InflightBytes, ConnMax: cfg.ConnMax, ConnPerUIDMax: cfg.ConnPerUID, ConnReserved: cfg.ConnReserved,
-		AdminUIDs: cfg.AdminUIDs, IdleTimeout: idleTimeout(cfg.IdleTimeout), FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout})
+		HandlesPerConnMax: cfg.HandlesPerConn, AdminUIDs: cfg.AdminUIDs, IdleTimeout: idleTimeout(cfg.IdleTimeout), FrameTimeout: cfg.FrameTimeout, WriteTimeout: cfg.WriteTimeout})
 	if err != nil {
 		return err
 	}

@@ -380,6 +380,7 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 		{"serve", "--ebpf-features", "markers,kprobes"},
 		{"serve", "--skip-log-replay"},
 		{"serve", "--idle-timeout", "-1s"},
+		{"serve", "--handles-per-conn", "0"},
 		{"serve", "extra"},
 	} {
 		_, err := run(t, args...)
