@@ -14,9 +14,12 @@ build:
 test:
 	$(GO) test ./...
 
-## race: every test under the race detector
+## race: every test under the race detector. The timeout is per package:
+## cmd/ustore's tests (real servers, mounts and tools under -race) ran
+## past go test's default 10 minutes on a loaded 2-core machine; a hung
+## test still fails, at 30.
 race:
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 
 ## norace: the tests the race detector makes too slow to run (they skip
 ## under -race), run once without it so that CI runs them too
