@@ -63,6 +63,10 @@ func requests() []proto.Request {
 		&proto.Put{Path: "/a/b", Data: []byte("content")},
 		&proto.Put{Path: "/" + strings.Repeat("p", proto.PathLenMax-1), Fsync: true, Data: bytes.Repeat([]byte{1}, proto.IOSizeMax)},
 		&proto.Get{Path: "/a/b"},
+		&proto.Symlink{Dir: 256, Name: "l", Target: "../a/b"},
+		&proto.Symlink{Dir: 1<<64 - 1, Name: long, Target: strings.Repeat("t", proto.SymlinkTargetMax)},
+		&proto.Symlink{Dir: 256, Name: "empty", Target: ""},
+		&proto.Readlink{Ino: 258},
 	}
 }
 
@@ -92,6 +96,9 @@ func replies() []struct {
 		{proto.OpRead, &proto.ReadReply{Data: []byte("data")}},
 		{proto.OpGet, &proto.GetReply{Attr: a}},
 		{proto.OpGet, &proto.GetReply{Attr: a, Data: bytes.Repeat([]byte{7}, int(a.Size))}},
+		{proto.OpSymlink, &a},
+		{proto.OpReadlink, &proto.ReadlinkReply{Target: "/a/b"}},
+		{proto.OpReadlink, &proto.ReadlinkReply{Target: strings.Repeat("t", proto.SymlinkTargetMax)}},
 	}
 }
 

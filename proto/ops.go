@@ -30,9 +30,11 @@ const (
 	OpPut     Op = 17 // Put → Attr
 	OpGet     Op = 18 // Get → GetReply
 
+	OpSymlink  Op = 19 // Symlink → Attr
+	OpReadlink Op = 20 // Readlink → ReadlinkReply
+
 	// Reserved for the POSIX ops the FUSE mount needs (issue 13), each
-	// known once its row below is filled: 19 symlink, 20 readlink,
-	// 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr, 25 open,
+	// known once its row below is filled: 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr, 25 open,
 	// 26 release, 27 fallocate, 28 rename2. A server without an op answers
 	// ENOSYS and the connection goes on, so no protocol version is needed
 	// for them.
@@ -52,6 +54,7 @@ const (
 	replyWrite
 	replyRead
 	replyGet
+	replyReadlink
 )
 
 // ops is the op table: name (as in spans, "ustore.<name>") and reply kind.
@@ -77,6 +80,9 @@ var ops = [opCount]struct {
 	OpResolve: {"resolve", replyAttr},
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
+
+	OpSymlink:  {"symlink", replyAttr},
+	OpReadlink: {"readlink", replyReadlink},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -130,6 +136,10 @@ func newRequest(op Op) Request {
 		return new(Put)
 	case OpGet:
 		return new(Get)
+	case OpSymlink:
+		return new(Symlink)
+	case OpReadlink:
+		return new(Readlink)
 	}
 	return nil
 }
@@ -154,6 +164,8 @@ func newReply(op Op) Reply {
 		return new(ReadReply)
 	case replyGet:
 		return new(GetReply)
+	case replyReadlink:
+		return new(ReadlinkReply)
 	}
 	return nil
 }
