@@ -193,6 +193,14 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 		return attrReply(st.Put(ctx, r.Path, r.Data, r.Fsync))
 	case *proto.Get:
 		return get(st, r, limits)
+	case *proto.Symlink:
+		return attrReply(st.Symlink(store.Ino(r.Dir), r.Name, r.Target))
+	case *proto.Readlink:
+		target, err := st.Readlink(store.Ino(r.Ino))
+		if err != nil {
+			return nil, nil, err
+		}
+		return &proto.ReadlinkReply{Target: target}, nil, nil
 	}
 	// DecodeRequest returns only the types above.
 	assert.That(false, "server: a request of an op the dispatcher does not know")
