@@ -10,7 +10,7 @@
 // Files, by concept: limits.go (every bound and why), handshake.go,
 // frame.go (frames drawn in ASCII), traceparent.go, ops.go, status.go,
 // errors.go, codec.go (the primitive encodings), request.go and
-// request_{namespace,attr,io}.go (request payloads), reply.go, attr.go and
+// request_{namespace,attr,io,symlink}.go (request payloads), reply.go, attr.go and
 // replies.go (reply payloads), buffers.go (pooled frame buffers for the
 // server and the client, sized before a frame is read).
 //

@@ -116,7 +116,7 @@ func TestSymlink_BadTargets(t *testing.T) {
 // ENAMETOOLONG and changes nothing, at the smallest node size and at the
 // default — the limit the docs give for each.
 func TestSymlink_TargetLimit(t *testing.T) {
-	for _, c := range []struct{ nodeSize, max int }{{4096, 965}, {16384, 4037}, {65536, 4095}} {
+	for _, c := range []struct{ nodeSize, max int }{{4096, 965}, {8192, 1989}, {16384, 4037}, {65536, 4095}} {
 		s, d := openSymlinkTest(t, c.nodeSize)
 		if got := s.SymlinkTargetMax(); got != c.max {
 			t.Errorf("node size %d: target max %d, want %d", c.nodeSize, got, c.max)
