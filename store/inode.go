@@ -111,12 +111,10 @@ func newInodeOf(ino Ino, item engine.InodeItem) *inode {
 	return in
 }
 
-// regularOnly refuses, for an operation on a regular file's data (read,
-// write, a change of size), any other inode: a directory with EISDIR, a
-// symbolic link with EINVAL — the ustore protocol names inodes, so these
-// are the errnos of Linux's read(2) of a directory and of
-// readlink/read on what is not a file of data (a link's bytes are its
-// target, read with Readlink).
+// regularOnly refuses an operation on a regular file's data (read,
+// write, a change of size) on any other inode: a directory with EISDIR,
+// as read(2) of one; a symbolic link with EINVAL — its bytes are its
+// target, read with Readlink, and the store never follows it to a file.
 func (in *inode) regularOnly() error {
 	switch {
 	case in.dir:
