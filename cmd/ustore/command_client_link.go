@@ -33,7 +33,7 @@ target is at most 4,095 bytes (PATH_MAX − 1) and what one tree item holds:
 too long" (ENAMETOOLONG).` + clientLong,
 		Example: `  ustore ln /data/report /latest           # a second name of the same file
   ustore ln -s report /data/current         # /data/current -> report
-  ustore ln -s ../shared /home/me/           # /home/me/shared -> ../shared
+  ustore ln -s ../common /home/me/           # /home/me/common -> ../common
   ustore readlink /data/current`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -18,9 +18,9 @@ func TestClient_LnReadlink(t *testing.T) {
 	on(t, sock, nil, "ln", "-s", "f", "/d/rel")
 	on(t, sock, nil, "ln", "-s", "../no/such", "/dangling")
 	on(t, sock, nil, "ln", "-s", "/d", "/d2")
-	on(t, sock, nil, "ln", "-s", "../shared", "/d") // into the directory, under the target's last name
+	on(t, sock, nil, "ln", "-s", "../common", "/d") // into the directory, under the target's last name
 	on(t, sock, nil, "ln", "/d/f", "/hard")
-	for p, want := range map[string]string{"/d/rel": "f\n", "/dangling": "../no/such\n", "/d2": "/d\n", "/d/shared": "../shared\n"} {
+	for p, want := range map[string]string{"/d/rel": "f\n", "/dangling": "../no/such\n", "/d2": "/d\n", "/d/common": "../common\n"} {
 		if got := on(t, sock, nil, "readlink", p); got != want {
 			t.Errorf("readlink %s: %q, want %q", p, got, want)
 		}
