@@ -130,8 +130,28 @@ func (c *Client) Release(ctx context.Context, handle uint64) error {
 	return c.doEmpty(ctx, &proto.Release{Handle: handle})
 }
 
+// Symlink makes a symbolic link name in dir pointing at target (at most
+// proto.SymlinkTargetMax bytes, and what the store's node size allows:
+// ENAMETOOLONG past it; ENOENT if empty). The target is not looked at: a
+// link may dangle.
+func (c *Client) Symlink(ctx context.Context, dir uint64, name, target string) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Symlink{Dir: dir, Name: name, Target: target})
+}
+
+// Readlink returns symbolic link ino's target; EINVAL if ino is not one.
+func (c *Client) Readlink(ctx context.Context, ino uint64) (string, error) {
+	rep, buf, err := c.do(ctx, &proto.Readlink{Ino: ino})
+	if err != nil {
+		return "", err
+	}
+	target := rep.(*proto.ReadlinkReply).Target // a string: a copy
+	proto.PutBuffer(buf)
+	return target, nil
+}
+
 // Resolve returns the attributes of the inode at path ('/'-separated,
-// absolute within the store).
+// absolute within the store; a path through a symbolic link is ELOOP: the
+// store never follows one).
 func (c *Client) Resolve(ctx context.Context, path string) (proto.Attr, error) {
 	return c.doAttr(ctx, &proto.Resolve{Path: path})
 }

@@ -72,6 +72,40 @@ func (r *transcript) stat(name string) {
 	r.val("stat "+name, fmt.Sprintf("type=%o perm=%o size=%s nlink=%s", st.Mode&unix.S_IFMT, st.Mode&07777, size, nlink))
 }
 
+// lstat records what lstat says of name: stat's fields, of a symbolic
+// link itself.
+func (r *transcript) lstat(name string) {
+	var st unix.Stat_t
+	if err := unix.Lstat(r.path(name), &st); err != nil {
+		r.do("lstat "+name, err)
+		return
+	}
+	size := fmt.Sprint(st.Size)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		size = "-"
+	}
+	r.val("lstat "+name, fmt.Sprintf("type=%o perm=%o size=%s nlink=%d", st.Mode&unix.S_IFMT, st.Mode&07777, size, st.Nlink))
+}
+
+// readlink records a symbolic link's target.
+func (r *transcript) readlink(name string) {
+	target, err := os.Readlink(r.path(name))
+	if err != nil {
+		r.do("readlink "+name, err)
+		return
+	}
+	r.val("readlink "+name, fmt.Sprintf("%q", target))
+}
+
+// open records an open's outcome, closing what it opened.
+func (r *transcript) open(name string, flags int) {
+	fd, err := unix.Open(r.path(name), flags, 0)
+	r.do(fmt.Sprintf("open %s %#o", name, flags), err)
+	if err == nil {
+		unix.Close(fd)
+	}
+}
+
 // read records a file's content (or why it cannot be read).
 func (r *transcript) read(name string) {
 	b, err := os.ReadFile(r.path(name))
@@ -268,6 +302,75 @@ var scenarios = []struct {
 		r.do("rename f f2 (two names of one inode)", os.Rename(r.path("f"), r.path("f2")))
 		r.stat("f")
 		r.stat("f2")
+	}},
+	{"symlinks", func(r *transcript) {
+		r.write("f", "target data", os.O_WRONLY|os.O_CREATE)
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		r.do("symlink f l", os.Symlink("f", r.path("l")))
+		r.do("symlink ../f d/up", os.Symlink("../f", r.path("d/up")))
+		r.do("symlink d dl", os.Symlink("d", r.path("dl")))
+		r.do("symlink no/such dangling", os.Symlink("no/such", r.path("dangling")))
+		r.do("symlink over an existing name", os.Symlink("x", r.path("l")))
+		r.do("symlink empty target", unix.Symlink("", r.path("e")))
+		r.do("symlink in a missing directory", os.Symlink("f", r.path("missing/l")))
+		r.do("symlink of a 4037-byte target", os.Symlink(strings.Repeat("t", 4037), r.path("long")))
+		r.do("symlink of a 4096-byte target", os.Symlink(strings.Repeat("t", 4096), r.path("toolong")))
+		r.readlink("l")
+		r.readlink("d/up")
+		r.readlink("dangling")
+		r.readlink("long")
+		r.readlink("f")
+		r.readlink("d")
+		r.readlink("missing")
+		// lstat is the link; stat and open follow it.
+		r.lstat("l")
+		r.stat("l")
+		r.lstat("dangling")
+		r.stat("dangling")
+		r.lstat("dl")
+		r.stat("dl")
+		r.read("l")
+		r.read("d/up")
+		r.read("dl/up") // through two links
+		r.read("dangling")
+		r.write("l", "+via the link", os.O_WRONLY|os.O_APPEND)
+		r.read("f")
+		r.list("dl")
+		r.open("l", unix.O_RDONLY|unix.O_NOFOLLOW)
+		r.open("dl", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+		r.open("dangling", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL)
+		// A loop: the kernel gives up on it.
+		r.do("symlink b a", os.Symlink("b", r.path("a")))
+		r.do("symlink a b", os.Symlink("a", r.path("b")))
+		r.open("a", unix.O_RDONLY)
+		r.stat("a")
+		r.lstat("a")
+		r.do("mkdir a/x (through the loop)", os.Mkdir(r.path("a/x"), 0o755))
+		// A hard link of a link (linkat without AT_SYMLINK_FOLLOW), a
+		// rename, an unlink: as a file's.
+		r.do("link l hl", unix.Linkat(unix.AT_FDCWD, r.path("l"), unix.AT_FDCWD, r.path("hl"), 0))
+		r.lstat("hl")
+		r.readlink("hl")
+		r.do("rename l d/l2", os.Rename(r.path("l"), r.path("d/l2")))
+		r.readlink("d/l2")
+		r.read("d/l2") // now relative to d: dangling
+		r.do("rename dangling over d/l2", os.Rename(r.path("dangling"), r.path("d/l2")))
+		r.readlink("d/l2")
+		r.do("rename dl over d (a link over a directory)", os.Rename(r.path("dl"), r.path("d")))
+		r.do("rmdir dl (a link to a directory)", unix.Rmdir(r.path("dl")))
+		r.do("unlink dl", unix.Unlink(r.path("dl")))
+		r.do("unlink hl", unix.Unlink(r.path("hl")))
+		r.lstat("hl")
+		r.do("lchown d/l2", os.Lchown(r.path("d/l2"), os.Getuid(), os.Getgid()))
+		r.lstat("d/l2")
+		var es []string
+		if ents, err := os.ReadDir(r.root); err == nil {
+			for _, e := range ents {
+				es = append(es, e.Name()+" "+e.Type().String())
+			}
+		}
+		slices.Sort(es)
+		r.val("readdir types", es)
 	}},
 	{"unlink_while_open", func(r *transcript) {
 		r.write("f", "first", os.O_WRONLY|os.O_CREATE)

@@ -5,15 +5,13 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // What the store does not have yet answers as a Linux filesystem without
 // it does, so programs take their usual fallback (docs/FUSE.md lists
 // them):
 //
-//	symlink, mknod of a device    EPERM       (vfat)
-//	readlink                      EINVAL      (not a symlink: there are none)
+//	mknod of a device             EPERM       (vfat; node.go's Mknod)
 //	xattrs (get/set/list/remove)  EOPNOTSUPP  (a filesystem without xattrs)
 //	fallocate                     EOPNOTSUPP  (no ->fallocate: glibc's posix_fallocate writes zeros)
 //	renameat2 flags               EINVAL      (node.go's Rename)
@@ -24,20 +22,12 @@ import (
 // before every write that could clear it, and a plain EOPNOTSUPP would
 // cost a round trip each time.
 var (
-	_ fs.NodeSymlinker     = (*node)(nil)
-	_ fs.NodeReadlinker    = (*node)(nil)
 	_ fs.NodeGetxattrer    = (*node)(nil)
 	_ fs.NodeSetxattrer    = (*node)(nil)
 	_ fs.NodeListxattrer   = (*node)(nil)
 	_ fs.NodeRemovexattrer = (*node)(nil)
 	_ fs.NodeAllocater     = (*node)(nil)
 )
-
-func (n *node) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
-}
-
-func (n *node) Readlink(context.Context) ([]byte, syscall.Errno) { return nil, syscall.EINVAL }
 
 func (n *node) Getxattr(context.Context, string, []byte) (uint32, syscall.Errno) {
 	return 0, syscall.ENOSYS

@@ -53,6 +53,7 @@ import (
 //	truncate p size=N           set the size
 //	chmod p mode=0NNN           set the permission bits
 //	link src dst                a new name dst for src's inode
+//	symlink target p            a symbolic link p to target (ln -s target p)
 //	unlink p | rmdir p          remove a file's name, an empty directory
 //	rename src dst              rename(2)
 //	open p as=h                 remember p's inode as @h
@@ -67,7 +68,8 @@ import (
 //	ls [p]                      the tree under p (default /), names sorted:
 //	                            type, size, nlink, and #k — the k-th inode
 //	                            met in the walk, so that hard links show as
-//	                            one inode without inode numbers
+//	                            one inode without inode numbers; a link's
+//	                            target after "->"
 //	ls p brief                  directory p: how many files and directories,
 //	                            and its names with numbered runs collapsed
 //	cat p                       size and content as runs: a*4096 NUL*12
@@ -162,6 +164,12 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			}
 			return err
 		})
+	case "symlink":
+		dir, name, err := h.s.ResolveParent(a.pos(1))
+		if err == nil {
+			_, err = h.s.Symlink(dir.Ino, name, a.pos(0))
+		}
+		return result(err)
 	case "unlink", "rmdir":
 		return h.each(a, func(p string) error {
 			dir, name, err := h.s.ResolveParent(p)
@@ -389,7 +397,15 @@ func (h *harness) lsLine(b *strings.Builder, depth int, name string, at store.At
 		k = len(seen) + 1
 		seen[at.Ino] = k
 	}
-	fmt.Fprintf(b, "%s%s %s size=%d nlink=%d #%d\n", strings.Repeat("  ", depth), name, kind(at), at.Size, at.Nlink, k)
+	target := ""
+	if at.IsLink() {
+		t, err := h.s.Readlink(at.Ino)
+		if err != nil {
+			t = result(err)
+		}
+		target = " -> " + t
+	}
+	fmt.Fprintf(b, "%s%s %s size=%d nlink=%d #%d%s\n", strings.Repeat("  ", depth), name, kind(at), at.Size, at.Nlink, k, target)
 }
 
 func (h *harness) lsDir(b *strings.Builder, depth int, dir store.Ino, seen map[store.Ino]int) {
@@ -558,8 +574,11 @@ func byteName(c byte) string {
 }
 
 func kind(at store.Attr) string {
-	if at.IsDir() {
+	switch {
+	case at.IsDir():
 		return "dir"
+	case at.IsLink():
+		return "link"
 	}
 	return "file"
 }

@@ -64,6 +64,15 @@
 // LOG_INODE_EXISTS isize comment", "the second reason not to update
 // last_log_commit"; dir_fsync: "the third reason".)
 //
+//	sync; ln -s target d/l; fsync d
+//
+// A symbolic link is never without its target (symlink(2) refuses an
+// empty one): wherever a link created in the running transaction is
+// logged — whole, or only so that a logged entry can point at it — its
+// target, one inline extent, is logged with it (btrfs logs a symlink with
+// LOG_INODE_ALL). (symlinks: "the symlink case of btrfs_log_inode", and
+// every case of that file; store: TestCrash_SymlinkFsyncParent.)
+//
 //	touch d/f1 d/f2 d/f3; sync; rm d/f2; touch d/f4; fsync d
 //
 // A directory's logged entries come with the index ranges they replace

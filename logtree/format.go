@@ -62,6 +62,16 @@ func EncodeFileRange(start, end uint64) []byte {
 	return le.AppendUint64(b, end)
 }
 
+// fileLogExtentHeader is an extent record's bytes before its FileExtent
+// encoding: the kind and the file offset.
+const fileLogExtentHeader = 1 + 8
+
+// InlineExtentRecordSize is the size of an extent record that copies an
+// inline extent of n bytes: the record is one log item, so the largest
+// inline extent the log can copy is bounded by it (a symlink's target,
+// store/symlink.go).
+func InlineExtentRecordSize(n int) int { return fileLogExtentHeader + engine.FileExtentInlineSize(n) }
+
 // EncodeFileExtent encodes an extent record.
 func EncodeFileExtent(off uint64, x *engine.FileExtent) []byte {
 	b := []byte{fileLogExtent}

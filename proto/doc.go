@@ -10,8 +10,8 @@
 // Files, by concept: limits.go (every bound and why), handshake.go,
 // frame.go (frames drawn in ASCII), traceparent.go, ops.go, status.go,
 // errors.go, codec.go (the primitive encodings), request.go and
-// request_{namespace,attr,io,handle}.go (request payloads; open's reply is
-// in request_handle.go too), reply.go, attr.go and
+// request_{namespace,attr,io,handle,symlink}.go (request payloads; open's
+// reply is in request_handle.go too), reply.go, attr.go and
 // replies.go (reply payloads), buffers.go (pooled frame buffers for the
 // server and the client, sized before a frame is read).
 //

@@ -53,6 +53,12 @@ const (
 	// length and checked against this before use.
 	PathLenMax = 4096
 
+	// SymlinkTargetMax is the longest symbolic link target (bytes):
+	// PATH_MAX − 1, as symlink(2) takes one (the kernel's PATH_MAX counts
+	// the NUL). The store may hold less (docs/FORMAT.md: 4,037 bytes at
+	// 16 KiB nodes) and answers ENAMETOOLONG past its own limit.
+	SymlinkTargetMax = PathLenMax - 1
+
 	// ReadDirEntriesMax bounds one readdir reply. A listing resumes by
 	// cookie, so a bigger batch only saves round trips: 1024 entries make
 	// a million-entry directory a thousand round trips, and the largest

@@ -190,6 +190,7 @@ func TestLimits_LargestPayloadsFit(t *testing.T) {
 		&proto.Put{Path: "/a", Data: make([]byte, proto.IOSizeMax+1)},
 		&proto.Lookup{Name: strings.Repeat("n", proto.NameLenMax+1)},
 		&proto.Resolve{Path: strings.Repeat("p", proto.PathLenMax+1)},
+		&proto.Symlink{Name: "l", Target: strings.Repeat("t", proto.SymlinkTargetMax+1)},
 	} {
 		dst := []byte("prefix")
 		b, err := proto.AppendRequest(dst, 1, proto.Traceparent{}, req)

@@ -143,6 +143,8 @@ func TestDecodeRequest_Malformed(t *testing.T) {
 		{"setattr nanoseconds", proto.OpSetAttr, cat(le64(1), le32(uint32(proto.SetAtime)), attr[12:32], le64(0), le32(1e9), attr[44:]), "nanoseconds"},
 		{"create perm type bits", proto.OpCreate, cat(le64(256), le32(0o100644), []byte{1, 'f'}), "bits outside"},
 		{"write unknown flag", proto.OpWrite, cat(le64(1), le64(0), le32(4)), "unknown flags"},
+		{"symlink target too long", proto.OpSymlink, cat(le64(256), []byte{1, 'l'}, le16(proto.PathLenMax), make([]byte, proto.PathLenMax)), "target is 4096 bytes, more than 4095"},
+		{"symlink target overruns", proto.OpSymlink, cat(le64(256), []byte{1, 'l'}, le16(10), []byte("ab")), "target length 10 overruns"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -211,7 +213,7 @@ func TestDecodeRequest_OverLimit(t *testing.T) {
 }
 
 func TestDecodeRequest_UnknownOp(t *testing.T) {
-	for _, op := range []proto.Op{0, 19, 255} {
+	for _, op := range []proto.Op{0, 29, 255} {
 		_, err := proto.DecodeRequest(op, nil)
 		if !errors.Is(err, proto.ErrUnknownOp) || errors.Is(err, proto.ErrMalformed) {
 			t.Fatalf("op %d: %v", op, err)
@@ -248,6 +250,8 @@ func TestDecodeReply_Malformed(t *testing.T) {
 		{"statfs truncated", proto.OpStatFS, make([]byte, 39), "needs"},
 		{"write count over", proto.OpWrite, le32(proto.IOSizeMax + 1), "more than"},
 		{"read too much", proto.OpRead, make([]byte, proto.IOSizeMax+1), "more than"},
+		{"readlink empty target", proto.OpReadlink, le16(0), "empty target"},
+		{"readlink target too long", proto.OpReadlink, cat(le16(proto.PathLenMax), make([]byte, proto.PathLenMax)), "more than 4095"},
 		{"get data past size", proto.OpGet, cat(replyPayloadOf(t, proto.OpStat, &proto.Attr{Size: 1}), []byte("ab")), "2 bytes for a file of 1"},
 	}
 	for _, c := range cases {

@@ -29,15 +29,16 @@ const (
 	OpResolve Op = 16 // Resolve → Attr
 	OpPut     Op = 17 // Put → Attr
 	OpGet     Op = 18 // Get → GetReply
-	OpOpen    Op = 25 // Open → OpenReply (a handle of the connection)
-	OpRelease Op = 26 // Release → Empty
 
-	// Reserved for the POSIX ops the FUSE mount needs (issue 13), each
-	// known once its row below is filled: 19 symlink, 20 readlink,
-	// 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr, 25 open,
-	// 26 release, 27 fallocate, 28 rename2. A server without an op answers
-	// ENOSYS and the connection goes on, so no protocol version is needed
-	// for them.
+	// The POSIX ops the FUSE mount needs, added to version 1: a server
+	// without one answers ENOSYS and the connection goes on, so they need
+	// no protocol version. Reserved, each known once its row below is
+	// filled: 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr,
+	// 27 fallocate, 28 rename2.
+	OpSymlink  Op = 19 // Symlink → Attr
+	OpReadlink Op = 20 // Readlink → ReadlinkReply
+	OpOpen     Op = 25 // Open → OpenReply (a handle of the connection)
+	OpRelease  Op = 26 // Release → Empty
 
 	opCount = 29
 )
@@ -54,6 +55,7 @@ const (
 	replyWrite
 	replyRead
 	replyGet
+	replyReadlink
 	replyOpen
 )
 
@@ -80,8 +82,11 @@ var ops = [opCount]struct {
 	OpResolve: {"resolve", replyAttr},
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
-	OpOpen:    {"open", replyOpen},
-	OpRelease: {"release", replyEmpty},
+
+	OpSymlink:  {"symlink", replyAttr},
+	OpReadlink: {"readlink", replyReadlink},
+	OpOpen:     {"open", replyOpen},
+	OpRelease:  {"release", replyEmpty},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -135,6 +140,10 @@ func newRequest(op Op) Request {
 		return new(Put)
 	case OpGet:
 		return new(Get)
+	case OpSymlink:
+		return new(Symlink)
+	case OpReadlink:
+		return new(Readlink)
 	case OpOpen:
 		return new(Open)
 	case OpRelease:
@@ -163,6 +172,8 @@ func newReply(op Op) Reply {
 		return new(ReadReply)
 	case replyGet:
 		return new(GetReply)
+	case replyReadlink:
+		return new(ReadlinkReply)
 	case replyOpen:
 		return new(OpenReply)
 	}

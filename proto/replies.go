@@ -18,7 +18,7 @@ func (*Empty) appendPayload(b []byte) []byte { return b }
 type DirEntry struct {
 	Ino    uint64
 	Cookie uint64
-	Type   uint8 // d_type: 4 directory (DT_DIR), 8 file (DT_REG)
+	Type   uint8 // d_type: 4 directory (DT_DIR), 8 file (DT_REG), 10 symbolic link (DT_LNK)
 	Name   string
 }
 

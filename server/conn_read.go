@@ -237,6 +237,8 @@ func replySizeMax(req proto.Request, limits proto.Limits) int {
 		return responseHeaderSize + attrSize + int(limits.IOSizeMax())
 	case *proto.ReadDir:
 		return readDirReplyMax(r.Max)
+	case *proto.Readlink:
+		return responseHeaderSize + 2 + proto.SymlinkTargetMax
 	}
 	// An Attr, a StatFS reply, a write count, or a failure's message.
 	return 0

@@ -196,6 +196,14 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 	case *proto.Open, *proto.Release:
 		// The connection's (conn.dispatch, conn_handles.go).
 		assert.That(false, "server: a handle op outside its connection")
+	case *proto.Symlink:
+		return attrReply(st.Symlink(store.Ino(r.Dir), r.Name, r.Target))
+	case *proto.Readlink:
+		target, err := st.Readlink(store.Ino(r.Ino))
+		if err != nil {
+			return nil, nil, err
+		}
+		return &proto.ReadlinkReply{Target: target}, nil, nil
 	}
 	// DecodeRequest returns only the types above.
 	assert.That(false, "server: a request of an op the dispatcher does not know")

@@ -116,6 +116,8 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		&proto.Resolve{Path: "/f"},
 		&proto.Put{Path: "/p", Data: []byte("put")},
 		&proto.Get{Path: "/p"},
+		&proto.Symlink{Dir: client.RootIno, Name: "s", Target: "p"},
+		&proto.Readlink{Ino: 258},
 	}
 	tp, err := proto.ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 	if err != nil {

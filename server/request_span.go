@@ -53,6 +53,10 @@ func setRequestAttrs(span trace.Span, req proto.Request) {
 		span.SetAttributes(trace.Path(r.Path), trace.Bytes(int64(len(r.Data))))
 	case *proto.Get:
 		span.SetAttributes(trace.Path(r.Path))
+	case *proto.Symlink:
+		span.SetAttributes(trace.Dir(r.Dir), trace.Name(r.Name), trace.Bytes(int64(len(r.Target))))
+	case *proto.Readlink:
+		span.SetAttributes(trace.Ino(r.Ino))
 	}
 	// StatFS, Sync: about the whole store.
 }

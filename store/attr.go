@@ -28,7 +28,7 @@ func (s *Store) stat(ino Ino) (Attr, error) {
 }
 
 // SetAttr changes what is set in a; the others stay. Size truncates or
-// extends a file (EISDIR for a directory). Atime and Mtime are clamped to
+// extends a file (EISDIR for a directory, EINVAL for a symbolic link). Atime and Mtime are clamped to
 // [TimeSecMin, TimeSecMax] (times.go).
 type SetAttr struct {
 	Mode         *uint32 // permission bits only
@@ -62,8 +62,8 @@ func (s *Store) setAttr(ino Ino, a SetAttr) (_ Attr, err error) {
 	}
 	defer s.itab.put(in)
 	if a.Size != nil {
-		if in.isDir() {
-			return Attr{}, syscall.EISDIR
+		if err := in.regularOnly(); err != nil {
+			return Attr{}, err
 		}
 		if *a.Size > MaxFileSize {
 			return Attr{}, syscall.EFBIG
@@ -149,7 +149,7 @@ func (s *Store) StatFS() StatFS {
 type DirEntry struct {
 	Name   string
 	Ino    Ino
-	Type   uint8 // TypeFile or TypeDir
+	Type   uint8 // TypeFile, TypeDir or TypeLink
 	Cookie uint64
 }
 

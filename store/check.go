@@ -16,8 +16,9 @@ import (
 // sizes match the names, every inode but the root and the orphans has a
 // name and every directory exactly one, every orphan item names a file
 // with nlink 0, extents do not overlap and add up to the inode's
-// byte count, reach no further than the block holding the file's end,
-// and each item's fields are ones the store can write (check_items.go).
+// byte count, reach no further than the block holding the file's end, a
+// symbolic link has its target as its one extent (inline, its size in
+// bytes), and each item's fields are ones the store can write (check_items.go).
 // Data blocks are not read: Scrub does that.
 func (s *Store) Check() error {
 	r := engine.Check(s.e)
@@ -57,6 +58,8 @@ type inodeInfo struct {
 	entries      int // DIR_INDEX entries (directories)
 	nbytes       uint64
 	lastExtentTo uint64
+	extents      int    // EXTENT_DATA items
+	inlineBytes  uint64 // the inline extent's bytes, if it has one (at offset 0)
 }
 
 // dirName is one name: its directory and its DIR_INDEX index.
@@ -167,9 +170,13 @@ func (c *namespaceCheck) visitExtent(k engine.Key, b []byte) {
 		c.add("inode %d: extent at %d overlaps the one before (ends %d) or is unaligned", k.Ino(), k.Offset, i.lastExtentTo)
 	}
 	i.nbytes += x.NumBytes
+	i.extents++
 	i.lastExtentTo = k.Offset + x.NumBytes
 	if x.Type == engine.ExtentInline {
 		i.lastExtentTo = blockSize
+		if k.Offset == 0 {
+			i.inlineBytes = x.NumBytes
+		}
 	}
 }
 
@@ -221,9 +228,13 @@ func (c *namespaceCheck) checkInodes() {
 		case isDir && i.names != 1:
 			c.add("directory %d has %d names", ino, i.names)
 		}
-		if isDir {
+		switch i.item.Mode & ModeType {
+		case ModeDir:
 			c.checkDir(ino, i)
-		} else {
+		case ModeLink:
+			c.checkLink(ino, i)
+			c.checkFile(ino, i)
+		default:
 			c.checkFile(ino, i)
 		}
 		// A read-only store does not look for the next inode number.
@@ -260,6 +271,19 @@ func (c *namespaceCheck) checkDir(ino Ino, i *inodeInfo) {
 	}
 	if i.nbytes != 0 {
 		c.add("directory %d has file extents", ino)
+	}
+}
+
+// checkLink checks a symbolic link's target: exactly one extent, inline
+// at offset 0, holding the link's size in bytes — neither empty nor
+// longer than a target may be (symlink.go). checkFile checks the rest.
+func (c *namespaceCheck) checkLink(ino Ino, i *inodeInfo) {
+	if i.extents != 1 || i.inlineBytes == 0 || i.inlineBytes != i.item.Size {
+		c.add("symbolic link %d: %d extents, inline target of %d bytes, size %d; want one inline extent of its size",
+			ino, i.extents, i.inlineBytes, i.item.Size)
+	}
+	if max := c.s.SymlinkTargetMax(); i.item.Size > uint64(max) {
+		c.add("symbolic link %d: target of %d bytes, more than %d", ino, i.item.Size, max)
 	}
 }
 

@@ -16,6 +16,9 @@ import (
 // checkInodeFields returns what is wrong with inode ino's item.
 func (s *Store) checkInodeFields(ino Ino, it engine.InodeItem, committed journal.Transid) []error {
 	var errs []error
+	if t := it.Mode & ModeType; t != ModeDir && t != ModeFile && t != ModeLink {
+		errs = append(errs, fmt.Errorf("inode %d: mode %#o is no file type the store has", ino, it.Mode))
+	}
 	if it.Mode&ModeType != ModeDir && it.Size > MaxFileSize {
 		errs = append(errs, fmt.Errorf("inode %d: size %d past the largest file size %d", ino, it.Size, uint64(MaxFileSize)))
 	}

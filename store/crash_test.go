@@ -122,6 +122,16 @@ var crashOps = []crashOp{
 	{kind: opWriteHeld, a: "/A", off: -1, n: 5000},
 	{kind: opRelease, a: "/A"},
 	{kind: opRelease, a: "/D/C"},
+	// Symbolic links: to a file, dangling, the longest target at the
+	// test's 4 KiB nodes, in a new directory; then renamed (over a file),
+	// hard linked and unlinked as files are.
+	{kind: opSymlink, a: "/s", b: "A"},
+	{kind: opSymlink, a: "/E/s", b: "../no/such/file"},
+	{kind: opSymlink, a: "/D/s", b: crashLongTarget},
+	{kind: opSymlink, a: "/F/s", b: "/D"},
+	{kind: opRename, a: "/s", b: "/D/C"},
+	{kind: opLink, a: "/s", b: "/E/s2"},
+	{kind: opUnlink, a: "/s"},
 }
 
 // crashOrphanWorkloads run in every mode: files unlinked or renamed over
@@ -146,6 +156,10 @@ var crashOrphanWorkloads = []crashWorkload{
 	{{crashOp{kind: opOpen, a: "/D/C"}, crashPP{kind: ppSync}},
 		{crashOp{kind: opRelease, a: "/D/C"}, crashPP{ppFsync, "/D/C"}}},
 }
+
+// crashLongTarget is the longest symbolic link target at 4 KiB nodes
+// (store.SymlinkTargetMax).
+var crashLongTarget = strings.Repeat("t/", 482) + "x"
 
 // crashRegressions run in every mode: workloads that found bugs.
 var crashRegressions = []crashWorkload{
@@ -172,6 +186,7 @@ var crashRegressions = []crashWorkload{
 
 type crashNode struct {
 	dir  bool
+	link bool           // a symbolic link: data is its target
 	data []byte         // a file's content; replaced, never changed in place
 	ents map[string]Ino // a directory's entries
 	// heldAs: the path a file was opened by (opOpen), "" if it has no
@@ -231,7 +246,12 @@ func (m crashModel) parentDir(p string) (Ino, string, bool) {
 
 func (m crashModel) isFile(p string) bool {
 	ino, ok := m.lookup(p)
-	return ok && !m[ino].dir
+	return ok && !m[ino].dir && !m[ino].link
+}
+
+func (m crashModel) isLink(p string) bool {
+	ino, ok := m.lookup(p)
+	return ok && m[ino].link
 }
 
 func (m crashModel) isDir(p string) bool {
@@ -311,13 +331,14 @@ const (
 	opOpen      // a hold on the file at a, labelled a
 	opRelease   // release the hold labelled a
 	opWriteHeld // a write to the file held as a, named or not
+	opSymlink
 )
 
 type crashOp struct {
 	kind crashOpKind
-	a, b string
-	off  int // opWrite: offset, -1 to append
-	n    int // opWrite: length; opTruncate: the size
+	a, b string // opSymlink: the link, its target
+	off  int    // opWrite: offset, -1 to append
+	n    int    // opWrite: length; opTruncate: the size
 }
 
 func (o crashOp) String() string {
@@ -347,6 +368,8 @@ func (o crashOp) String() string {
 		return "release " + o.a
 	case opWriteHeld:
 		return fmt.Sprintf("write-held %s +%d", o.a, o.n)
+	case opSymlink:
+		return fmt.Sprintf("symlink %s (%d bytes)", o.a, len(o.b))
 	}
 	return "?"
 }
@@ -382,7 +405,7 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 	var r resolved
 	var ok bool
 	switch op.kind {
-	case opCreate, opMkdir:
+	case opCreate, opMkdir, opSymlink:
 		if r.dir, r.name, ok = m.parentDir(op.a); !ok || m.entry(r.dir, r.name) != 0 {
 			return r, errCrashInvalid
 		}
@@ -416,7 +439,7 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 			return r, errCrashInvalid
 		}
 	case opLink:
-		if !m.isFile(op.a) {
+		if !m.isFile(op.a) && !m.isLink(op.a) {
 			return r, errCrashInvalid
 		}
 		r.ino, _ = m.lookup(op.a)
@@ -424,7 +447,7 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 			return r, errCrashInvalid
 		}
 	case opUnlink, opRmdir:
-		if op.kind == opUnlink && !m.isFile(op.a) || op.kind == opRmdir && !m.isDir(op.a) {
+		if op.kind == opUnlink && !m.isFile(op.a) && !m.isLink(op.a) || op.kind == opRmdir && !m.isDir(op.a) {
 			return r, errCrashInvalid
 		}
 		r.dir, r.name, _ = m.parentDir(op.a)
@@ -464,10 +487,13 @@ func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
 		}
 	}
 	switch op.kind {
-	case opCreate, opMkdir:
+	case opCreate, opMkdir, opSymlink:
 		n := &crashNode{dir: op.kind == opMkdir}
 		if n.dir {
 			n.ents = map[string]Ino{}
+		}
+		if op.kind == opSymlink {
+			n.link, n.data = true, []byte(op.b)
 		}
 		m[newIno] = n
 		m[r.dir].ents[r.name] = newIno
@@ -518,7 +544,7 @@ func (op crashOp) targets(m crashModel) (files, dirs []string) {
 		return d
 	}
 	switch op.kind {
-	case opCreate:
+	case opCreate, opSymlink:
 		return []string{op.a}, []string{parent(op.a)}
 	case opMkdir:
 		return nil, []string{op.a, parent(op.a)}
@@ -601,7 +627,7 @@ func crashPPs(m crashModel, ops []crashOp) []crashPP {
 	seen := map[string]bool{}
 	add := func(files, dirs []string) {
 		for _, f := range files {
-			if !seen[f] && m.isFile(f) {
+			if !seen[f] && (m.isFile(f) || m.isLink(f)) {
 				seen[f] = true
 				pps = append(pps, crashPP{ppFsync, f}, crashPP{ppFdatasync, f})
 			}
@@ -719,6 +745,10 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	case opCreate:
 		var a Attr
 		a, err = s.Create(r.dir, r.name, 0o644)
+		newIno = a.Ino
+	case opSymlink:
+		var a Attr
+		a, err = s.Symlink(r.dir, r.name, op.b)
 		newIno = a.Ino
 	case opMkdir:
 		var a Attr
@@ -911,13 +941,14 @@ func (r *crashRun) crashPoints(rng *rand.Rand) []crashPoint {
 // crashDisk is what a mounted store holds, found by walking it from the
 // root.
 type crashDisk struct {
-	files map[Ino][]byte
+	files map[Ino][]byte // a symbolic link's: its target
+	links map[Ino]bool
 	dirs  map[Ino]bool
 	ents  map[crashEntry]Ino
 }
 
 func crashWalk(s *Store) (*crashDisk, error) {
-	disk := &crashDisk{files: map[Ino][]byte{}, dirs: map[Ino]bool{RootIno: true}, ents: map[crashEntry]Ino{}}
+	disk := &crashDisk{files: map[Ino][]byte{}, links: map[Ino]bool{}, dirs: map[Ino]bool{RootIno: true}, ents: map[crashEntry]Ino{}}
 	queue := []Ino{RootIno}
 	for len(queue) > 0 {
 		dir := queue[0]
@@ -935,7 +966,7 @@ func crashWalk(s *Store) (*crashDisk, error) {
 				if err != nil {
 					return nil, fmt.Errorf("stat %d (%q in %d): %w", e.Ino, e.Name, dir, err)
 				}
-				if a.IsDir() != (e.Type == TypeDir) {
+				if a.IsDir() != (e.Type == TypeDir) || a.IsLink() != (e.Type == TypeLink) {
 					return nil, fmt.Errorf("entry %q in %d has type %d, inode %d mode %o", e.Name, dir, e.Type, e.Ino, a.Mode)
 				}
 				if a.IsDir() {
@@ -947,6 +978,14 @@ func crashWalk(s *Store) (*crashDisk, error) {
 					continue
 				}
 				if _, ok := disk.files[e.Ino]; ok {
+					continue
+				}
+				if a.IsLink() {
+					target, err := s.Readlink(e.Ino)
+					if err != nil {
+						return nil, fmt.Errorf("readlink inode %d (%q in %d): %w", e.Ino, e.Name, dir, err)
+					}
+					disk.files[e.Ino], disk.links[e.Ino] = []byte(target), true
 					continue
 				}
 				buf := make([]byte, a.Size)
@@ -1112,10 +1151,11 @@ func (r *crashRun) check(p crashPoint) error {
 	for _, ino := range slices.Sorted(maps.Keys(inos)) {
 		from := max(g.sync, g.file[ino])
 		var vals [][]byte
-		absentOK := false
+		absentOK, link := false, false
 		for _, m := range window[from : last+1] {
 			if n := m[ino]; n != nil && m.named(ino) {
 				vals = append(vals, n.data)
+				link = n.link
 			} else {
 				absentOK = true // gone, or an orphan (mount frees it)
 			}
@@ -1124,6 +1164,10 @@ func (r *crashRun) check(p crashPoint) error {
 		switch {
 		case !present && !absentOK:
 			errs = append(errs, fmt.Errorf("file %d: gone, but durable as of step %d", ino, from))
+		case present && link != disk.links[ino]:
+			errs = append(errs, fmt.Errorf("inode %d: a symbolic link: %v, want %v", ino, disk.links[ino], link))
+		case present && link && !slices.ContainsFunc(vals, func(v []byte) bool { return string(v) == string(got) }):
+			errs = append(errs, fmt.Errorf("symbolic link %d: target of %d bytes, want its own (%d bytes)", ino, len(got), len(vals[0])))
 		case present && !crashContentOK(got, vals):
 			sizes := make([]int, len(vals))
 			for i, v := range vals {

@@ -6,8 +6,9 @@
 // path helpers (Resolve, Put, Get) on top; errors are *fs.PathError
 // wrapping a syscall.Errno.
 //
-// Files, by concept: namespace.go and rename.go (names), dir.go (the three
-// items of a name), name_room.go (room for a name in its list items),
+// Files, by concept: namespace.go and rename.go (names), symlink.go
+// (symbolic links: the target, its limit), dir.go (the three items of a
+// name), name_room.go (room for a name in its list items),
 // attr.go (stat, setattr, statfs, readdir), times.go (the timestamp range),
 // io.go (write, read), pages.go (buffered pages), writeback.go,
 // writeback_pipeline.go and flusher.go (dirty data to extents; the budget), extents.go and csum.go
@@ -103,6 +104,13 @@
 //     held inode is never evicted (each hold is a table reference).
 //     (orphanInode, freeOrphanLocked, freeOrphans;
 //     TestCrash_UnlinkWhileOpen, TestStore_Open_NotEvicted)
+//  16. A symbolic link (mode ModeLink) has exactly one extent, inline at
+//     offset 0, holding its target: size bytes, 1 to SymlinkTargetMax,
+//     written with the inode and never changed; the fsync log copies it
+//     wherever it logs a link not yet committed, so a replayed link is
+//     never without its target. The store never follows a link: a path
+//     through one fails with ELOOP. (checkLink, logTarget, throughDir;
+//     TestSymlink_*, TestCrash_SymlinkFsyncParent)
 //
 // # The fsync path
 //

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"syscall"
 	"testing"
 
 	"ustore/dev"
@@ -48,5 +50,13 @@ func closeCheck(t testing.TB, s *Store) {
 	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatalf("close: %v", err)
+	}
+}
+
+// wantErrno fails the test at once unless err wraps want.
+func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: %v, want %v", what, err, want)
 	}
 }

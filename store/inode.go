@@ -3,6 +3,7 @@ package store
 import (
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"ustore/engine"
@@ -20,8 +21,9 @@ const (
 
 // Directory entry types, as d_type.
 const (
-	TypeFile = 8 // DT_REG
-	TypeDir  = 4 // DT_DIR
+	TypeFile = 8  // DT_REG
+	TypeDir  = 4  // DT_DIR
+	TypeLink = 10 // DT_LNK
 )
 
 // inode is an inode in memory: its item as the tree holds it (plus what
@@ -41,8 +43,9 @@ const (
 // inode's mu held, so no one waiting for it can be holding mu in Start,
 // and readers hold it without ever starting a transaction.
 type inode struct {
-	ino Ino
-	dir bool // a directory: fixed at creation
+	ino  Ino
+	dir  bool // a directory: fixed at creation
+	link bool // a symbolic link: fixed at creation, as its target is
 	// refs counts users; the table evicts only unreferenced, clean inodes
 	// (guarded by the table shard's mutex).
 	refs int
@@ -100,12 +103,39 @@ type inode struct {
 	changes, loggedChanges, loggedGen atomic.Uint64
 }
 
-// isDir reads the file type, which never changes: no lock.
-func (in *inode) isDir() bool { return in.dir }
+// isDir and isLink read the file type, which never changes: no lock.
+func (in *inode) isDir() bool  { return in.dir }
+func (in *inode) isLink() bool { return in.link }
+
+// newInodeOf returns the in-memory inode for item, its file type from the
+// item's mode.
+func newInodeOf(ino Ino, item engine.InodeItem) *inode {
+	t := item.Mode & ModeType
+	in := &inode{ino: ino, dir: t == ModeDir, link: t == ModeLink, item: item, size: item.Size, diskSize: item.Size}
+	in.pages.init()
+	return in
+}
+
+// regularOnly refuses an operation on a regular file's data (read,
+// write, a change of size) on any other inode: a directory with EISDIR,
+// as read(2) of one; a symbolic link with EINVAL — its bytes are its
+// target, read with Readlink, and the store never follows it to a file.
+func (in *inode) regularOnly() error {
+	switch {
+	case in.dir:
+		return syscall.EISDIR
+	case in.link:
+		return syscall.EINVAL
+	}
+	return nil
+}
 
 func dtype(mode uint32) uint8 {
-	if mode&ModeType == ModeDir {
+	switch mode & ModeType {
+	case ModeDir:
 		return TypeDir
+	case ModeLink:
+		return TypeLink
 	}
 	return TypeFile
 }
@@ -132,6 +162,9 @@ type Attr struct {
 
 // IsDir reports whether the inode is a directory.
 func (a Attr) IsDir() bool { return a.Mode&ModeType == ModeDir }
+
+// IsLink reports whether the inode is a symbolic link.
+func (a Attr) IsLink() bool { return a.Mode&ModeType == ModeLink }
 
 func ts(t engine.Timespec) time.Time { return time.Unix(t.Sec, int64(t.Nsec)) }
 

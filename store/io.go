@@ -40,8 +40,8 @@ func (s *Store) write(ino Ino, off uint64, data []byte) (int, error) {
 		return 0, err
 	}
 	defer s.itab.put(in)
-	if in.isDir() {
-		return 0, syscall.EISDIR
+	if err := in.regularOnly(); err != nil {
+		return 0, err
 	}
 	done := 0
 	for done < len(data) {
@@ -187,8 +187,8 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 		return 0, err
 	}
 	defer s.itab.put(in)
-	if in.isDir() {
-		return 0, syscall.EISDIR
+	if err := in.regularOnly(); err != nil {
+		return 0, err
 	}
 	in.mu.Lock()
 	if in.deleted.Load() {

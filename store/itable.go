@@ -170,8 +170,7 @@ func (s *Store) loadInode(ino Ino) (*inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &inode{ino: ino, dir: item.Mode&ModeType == ModeDir, item: item, size: item.Size, diskSize: item.Size}
-	in.pages.init()
+	in := newInodeOf(ino, item)
 	in.lastTrans.Store(item.Transid)
 	// Only creates need a directory's next index; a read-only store does
 	// not look for it (a damaged node under the directory's last entry

@@ -30,7 +30,13 @@ import (
 //   - a directory's entries in the index ranges changed since it was last
 //     logged, with DIR_LOG_INDEX items saying which ranges they replace (so
 //     replay deletes removed names), inserted in batches; and the item of
-//     each entry's inode created in this transaction (LogExists).
+//     each entry's inode created in this transaction (LogExists);
+//   - a symbolic link's target, wherever the link is logged — whole, or
+//     only so that an entry can point at it — unless the link's creation
+//     is committed: a link is never without its target (symlink(2)
+//     refuses an empty one), and the target never changes, so one copy in
+//     the transaction's log serves every logging of it (btrfs logs a
+//     symlink with LOG_INODE_ALL, for the same reason).
 //
 // The caller holds renameMu (read), the inode's mu and a transaction
 // handle: the inode's items cannot change under it.
@@ -57,9 +63,12 @@ func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid journal.Tra
 			return err
 		}
 	}
-	if in.isDir() {
+	switch {
+	case in.isDir():
 		err = s.logDir(w, tid, in.ino)
-	} else {
+	case in.isLink():
+		err = s.logTarget(w, in.ino, in.item.Generation)
+	default:
 		err = s.logFile(w, tid, in.ino)
 	}
 	if err != nil {
@@ -324,9 +333,10 @@ func (s *Store) logDir(w *logtree.Writer, tid journal.Transid, dir Ino) error {
 			return err
 		}
 		// Its names only: its data was not asked to be durable. An inode
-		// the last commit does not have needs its item (logged empty).
+		// the last commit does not have needs its item (a file logged
+		// empty; a symbolic link with its target).
 		if !s.e.Committed(it.Generation) {
-			if it.Mode&ModeType != ModeDir {
+			if it.Mode&ModeType == ModeFile {
 				it.Size, it.Nbytes = 0, 0
 			}
 			if _, err := w.Lookup(inodeKey(child)); logtree.IsNotFound(err) {
@@ -335,6 +345,11 @@ func (s *Store) logDir(w *logtree.Writer, tid journal.Transid, dir Ino) error {
 				}
 			} else if err != nil {
 				return err
+			}
+			if it.Mode&ModeType == ModeLink {
+				if err := s.logTarget(w, child, it.Generation); err != nil {
+					return err
+				}
 			}
 		}
 		if err := s.logFlags(w, child, logtree.LogNames); err != nil {
@@ -502,13 +517,38 @@ func (s *Store) logExists(w *logtree.Writer, tid journal.Transid, child Ino) err
 	if s.e.Committed(it.Generation) {
 		return nil
 	}
-	if it.Mode&ModeType != ModeDir {
+	if it.Mode&ModeType == ModeFile {
 		it.Size, it.Nbytes = 0, 0
 	}
 	// Neither key is in the log (no LOG_INODE item, so no logging of
 	// it), and none can sit between them: one batch of two.
-	return w.Insert([]engine.Key{inodeKey(child), logtree.LogInodeKey(child)},
-		[][]byte{it.Encode(nil), {byte(logtree.LogExists)}})
+	if err := w.Insert([]engine.Key{inodeKey(child), logtree.LogInodeKey(child)},
+		[][]byte{it.Encode(nil), {byte(logtree.LogExists)}}); err != nil {
+		return err
+	}
+	if it.Mode&ModeType == ModeLink {
+		return s.logTarget(w, child, it.Generation)
+	}
+	return nil
+}
+
+// logTarget logs symbolic link ino's target — a file log of one range
+// record over block 0 and a copy of its inline extent — unless the link's
+// creation (gen) is committed, its target then being in the tree, or the
+// log already holds it: the target never changes.
+func (s *Store) logTarget(w *logtree.Writer, ino Ino, gen journal.Transid) error {
+	if s.e.Committed(gen) {
+		return nil
+	}
+	logged := false
+	err := w.Iterate(logtree.FileLogKey(ino, 0), func(k engine.Key, _ []byte) bool {
+		logged = k.Ino() == ino && k.Type == logtree.TypeLogFile
+		return false
+	})
+	if err != nil || logged {
+		return err
+	}
+	return s.appendFileLog(w, ino, []rng{{start: 0, end: blockSize}})
 }
 
 // errFallback is a fsync that must commit, with the reason counted.

@@ -32,6 +32,7 @@ var (
 // modelNode is an inode of the model.
 type modelNode struct {
 	dir     bool
+	link    bool                // a symbolic link: data is its target
 	data    []byte              // a file's content
 	nlink   int                 // a file's names
 	entries map[string]modelEnt // a directory's entries
@@ -177,8 +178,11 @@ func (m *modelFS) listing(dir Ino) []DirEntry {
 	out := make([]DirEntry, len(es))
 	for i, e := range es {
 		typ := uint8(TypeFile)
-		if m.nodes[e.e.ino].dir {
+		switch n := m.nodes[e.e.ino]; {
+		case n.dir:
 			typ = TypeDir
+		case n.link:
+			typ = TypeLink
 		}
 		out[i] = DirEntry{Name: e.name, Ino: e.e.ino, Type: typ}
 	}
@@ -197,6 +201,9 @@ type modelRun struct {
 	log  []string
 	// maxFile bounds a file's size in the model (and its far writes).
 	maxFile int
+	// targetMax is the longest symbolic link target at the run's node
+	// size (docs/FORMAT.md).
+	targetMax int
 	// outcomes counts results by errno (0: success), for the summary.
 	outcomes map[syscall.Errno]int
 	syncs    int
@@ -348,6 +355,80 @@ func (r *modelRun) opMake(dir bool) {
 	r.m.addEntry(parent, name, a.Ino)
 	if a.Nlink != wantNlink || a.Size != 0 || a.IsDir() != dir || a.Mode&ModePerm != perm {
 		r.fatalf("%s: attributes %+v", what, a)
+	}
+}
+
+// opSymlink makes a symbolic link: mostly a short target, now and then
+// an empty one (ENOENT), the longest (targetMax) or one byte more
+// (ENAMETOOLONG).
+func (r *modelRun) opSymlink() {
+	parent, name := r.pick(true), r.name()
+	var target string
+	switch k := r.rng.IntN(20); {
+	case k == 0:
+		target = ""
+	case k == 1:
+		target = strings.Repeat("T", r.targetMax)
+	case k == 2:
+		target = strings.Repeat("T", r.targetMax+1)
+	default:
+		target = string(r.data(1 + r.rng.IntN(100)))
+		target = strings.ReplaceAll(target, "\x00", "0")
+	}
+	var want syscall.Errno
+	switch {
+	case target == "":
+		want = syscall.ENOENT
+	case len(target) > r.targetMax:
+		want = syscall.ENAMETOOLONG
+	}
+	if want == 0 {
+		want = r.m.nameErr(name)
+	}
+	if want == 0 {
+		want = r.m.dirErr(parent)
+	}
+	if want == 0 {
+		if _, ok := r.m.nodes[parent].entries[name]; ok {
+			want = syscall.EEXIST
+		}
+	}
+	what := fmt.Sprintf("symlink(%d, %.12q, %d bytes)", parent, name, len(target))
+	a, err := r.s.Symlink(parent, name, target)
+	r.logf("%s = %d, %v", what, a.Ino, err)
+	r.check(what, err, want)
+	if err != nil {
+		return
+	}
+	if _, ok := r.m.nodes[a.Ino]; ok {
+		r.fatalf("%s: inode %d is in use", what, a.Ino)
+	}
+	delete(r.m.dead, a.Ino)
+	r.m.nodes[a.Ino] = &modelNode{link: true, nlink: 1, data: []byte(target)}
+	r.m.addEntry(parent, name, a.Ino)
+	r.compareAttr(what, a.Ino, a)
+	if a.Mode != ModeLink|0o777 {
+		r.fatalf("%s: mode %o", what, a.Mode)
+	}
+}
+
+// opReadlink reads a link's target: EINVAL for any other inode.
+func (r *modelRun) opReadlink() {
+	ino := r.pick(false)
+	n := r.m.nodes[ino]
+	var want syscall.Errno
+	switch {
+	case n == nil:
+		want = syscall.ENOENT
+	case !n.link:
+		want = syscall.EINVAL
+	}
+	what := fmt.Sprintf("readlink(%d)", ino)
+	got, err := r.s.Readlink(ino)
+	r.logf("%s = %d bytes, %v", what, len(got), err)
+	r.check(what, err, want)
+	if err == nil && got != string(n.data) {
+		r.fatalf("%s: %d bytes, want %d", what, len(got), len(n.data))
 	}
 }
 
@@ -537,6 +618,8 @@ func (r *modelRun) opWrite() {
 		want = syscall.ENOENT
 	case n.dir:
 		want = syscall.EISDIR
+	case n.link:
+		want = syscall.EINVAL
 	}
 	what := fmt.Sprintf("write(%d, off %d, len %d)", ino, off, ln)
 	got, err := r.s.Write(ino, uint64(off), data)
@@ -582,6 +665,8 @@ func (r *modelRun) opTruncate() {
 		want = syscall.ENOENT
 	case n.dir:
 		want = syscall.EISDIR
+	case n.link:
+		want = syscall.EINVAL
 	}
 	what := fmt.Sprintf("truncate(%d, %d)", ino, ns)
 	err := r.s.Truncate(ino, uint64(ns))
@@ -616,6 +701,8 @@ func (r *modelRun) opRead() {
 		want = syscall.ENOENT
 	case n.dir:
 		want = syscall.EISDIR
+	case n.link:
+		want = syscall.EINVAL
 	}
 	what := fmt.Sprintf("read(%d, off %d, len %d)", ino, off, ln)
 	buf := make([]byte, ln)
@@ -659,6 +746,9 @@ func (r *modelRun) opLookup() {
 func (r *modelRun) compareAttr(what string, ino Ino, a Attr) {
 	r.t.Helper()
 	nlink, size := r.m.attr(ino)
+	if a.IsLink() != r.m.nodes[ino].link {
+		r.fatalf("%s: inode %d mode %o, a symbolic link in the model: %v", what, ino, a.Mode, r.m.nodes[ino].link)
+	}
 	if a.Ino != ino || a.IsDir() != r.m.nodes[ino].dir || a.Nlink != nlink || a.Size != size {
 		r.fatalf("%s: attributes ino %d dir %v nlink %d size %d, want ino %d dir %v nlink %d size %d",
 			what, a.Ino, a.IsDir(), a.Nlink, a.Size, ino, r.m.nodes[ino].dir, nlink, size)
@@ -868,6 +958,12 @@ func (r *modelRun) verifyAll(when string, all bool) {
 				continue
 			}
 			want := r.m.nodes[e.Ino].data
+			if e.Type == TypeLink {
+				if got, err := r.s.Readlink(e.Ino); err != nil || got != string(want) {
+					r.fatalf("%s: target of %s (inode %d): %d bytes (%v), want %d", when, p, e.Ino, len(got), err, len(want))
+				}
+				continue
+			}
 			if cap(r.buf) < len(want)+1 {
 				r.buf = make([]byte, len(want)+1)
 			}
@@ -942,8 +1038,9 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 	// Node size 4096 makes the trees deep; one seed in four uses the
 	// default size, whose inline extents are larger.
 	nodeSize := 4096
+	r.targetMax = 965
 	if seed%4 == 0 {
-		nodeSize = 0
+		nodeSize, r.targetMax = 0, 4037
 	}
 	r.dev = memdev.New(256 << 20)
 	if err := Mkfs(r.dev, MkfsOptions{NodeSize: nodeSize}); err != nil {
@@ -979,6 +1076,8 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 		{1, r.opFsync},
 		{6, r.opOpen},
 		{3, r.opRelease},
+		{3, r.opSymlink},
+		{2, r.opReadlink},
 	}
 	total := 0
 	for _, k := range kinds {

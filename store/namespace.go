@@ -155,17 +155,20 @@ func (s *Store) lookup(dir Ino, name string) (Attr, error) {
 // Create makes a regular file name in dir with permission bits perm;
 // EEXIST if the name exists.
 func (s *Store) Create(dir Ino, name string, perm uint32) (Attr, error) {
-	a, err := s.makeInode(dir, name, ModeFile|perm&ModePerm)
+	a, err := s.makeInode(dir, name, ModeFile|perm&ModePerm, "")
 	return a, opErr("create", name, err)
 }
 
 // Mkdir makes a directory name in dir.
 func (s *Store) Mkdir(dir Ino, name string, perm uint32) (Attr, error) {
-	a, err := s.makeInode(dir, name, ModeDir|perm&ModePerm)
+	a, err := s.makeInode(dir, name, ModeDir|perm&ModePerm, "")
 	return a, opErr("mkdir", name, err)
 }
 
-func (s *Store) makeInode(dir Ino, name string, mode uint32) (_ Attr, err error) {
+// makeInode makes an inode of mode named name in dir; a symbolic link's
+// target (checked by the caller) is its inline extent, in the same
+// transaction.
+func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (_ Attr, err error) {
 	if err := s.writable(); err != nil {
 		return Attr{}, err
 	}
@@ -202,15 +205,23 @@ func (s *Store) makeInode(dir Ino, name string, mode uint32) (_ Attr, err error)
 	defer s.abortOnError(&err)
 	ino := s.nextIno.take()
 	t := now()
-	in := &inode{ino: ino, dir: mode&ModeType == ModeDir, nextIndex: 2}
-	in.pages.init()
-	in.item = engine.InodeItem{Generation: tr.ID(), Transid: tr.ID(), Mode: mode, Nlink: 1,
+	item := engine.InodeItem{Generation: tr.ID(), Transid: tr.ID(), Mode: mode, Nlink: 1,
 		UID: s.uid, GID: s.gid, Atime: t, Mtime: t, Ctime: t, Otime: t}
 	if mode&ModeType == ModeDir {
-		in.item.Nlink = 2
+		item.Nlink = 2
 	}
+	if mode&ModeType == ModeLink {
+		item.Size, item.Nbytes = uint64(len(target)), uint64(len(target))
+	}
+	in := newInodeOf(ino, item)
+	in.nextIndex = 2
 	if err := s.fs.InsertItem(tr, inodeKey(ino), in.item.Encode(nil)); err != nil {
 		return Attr{}, err
+	}
+	if in.isLink() {
+		if err := s.insertTarget(tr, ino, target); err != nil {
+			return Attr{}, err
+		}
 	}
 	in.lastTrans.Store(tr.ID())
 	if err := s.addEntry(tr, d, name, ino, dtype(mode)); err != nil {
@@ -233,7 +244,7 @@ func (s *Store) makeInode(dir Ino, name string, mode uint32) (_ Attr, err error)
 }
 
 // Link gives inode ino the name name in dir. Directories cannot be linked
-// (EPERM, as Linux).
+// (EPERM, as Linux); files and symbolic links can.
 func (s *Store) Link(ino, dir Ino, name string) (Attr, error) {
 	a, err := s.link(ino, dir, name)
 	return a, opErr("link", name, err)
@@ -291,7 +302,7 @@ func (s *Store) link(ino, dir Ino, name string) (_ Attr, err error) {
 	}
 	defer tr.End()
 	defer s.abortOnError(&err)
-	if err := s.addEntry(tr, d, name, ino, TypeFile); err != nil {
+	if err := s.addEntry(tr, d, name, ino, dtype(in.item.Mode)); err != nil {
 		return Attr{}, err
 	}
 	t := now()

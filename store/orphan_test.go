@@ -39,13 +39,6 @@ func usedBlocks(t *testing.T, s *Store) uint64 {
 	return st.Blocks - st.BlocksFree
 }
 
-func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: %v, want %v", what, err, want)
-	}
-}
-
 // TestStore_Open_UnlinkWhileOpen: an unlinked open file keeps its data and
 // answers reads, writes, truncate, setattr and fsync by number, its space
 // taken until the last release frees it, and fsck is clean throughout.

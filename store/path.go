@@ -12,7 +12,10 @@ import (
 )
 
 // Paths are '/'-separated and absolute within the store; empty components
-// ("a//b", a trailing '/') are ignored, "." and ".." are not allowed.
+// ("a//b", a trailing '/') are ignored, "." and ".." are not allowed. The
+// store never follows a symbolic link: a path whose last component is one
+// resolves to the link itself (as lstat), and a path through one, as a
+// directory, fails with ELOOP (as openat2's RESOLVE_NO_SYMLINKS).
 
 // Ino is an inode number. It is engine's type, named here so that the
 // server, which sees the store and not the engine, converts the wire's u64
@@ -37,8 +40,8 @@ func (s *Store) resolve(path string) (Attr, error) {
 		if name == "" {
 			continue
 		}
-		if !a.IsDir() {
-			return Attr{}, syscall.ENOTDIR
+		if err := throughDir(a); err != nil {
+			return Attr{}, err
 		}
 		if a, err = s.lookup(a.Ino, name); err != nil {
 			return Attr{}, err
@@ -57,10 +60,23 @@ func (s *Store) ResolveParent(path string) (dir Attr, name string, err error) {
 		return Attr{}, "", opErr("resolve", path, syscall.EINVAL)
 	}
 	dir, err = s.Resolve(path[:max(i, 0)])
-	if err == nil && !dir.IsDir() {
-		err = opErr("resolve", path, syscall.ENOTDIR)
+	if err == nil {
+		err = opErr("resolve", path, throughDir(dir))
 	}
 	return dir, name, err
+}
+
+// throughDir checks that a path may go on through a, as a directory:
+// ENOTDIR for a file, ELOOP for a symbolic link, which the store does not
+// follow.
+func throughDir(a Attr) error {
+	switch {
+	case a.IsDir():
+		return nil
+	case a.IsLink():
+		return syscall.ELOOP
+	}
+	return syscall.ENOTDIR
 }
 
 // Put creates or replaces the file at path with data — written to a new

@@ -192,6 +192,8 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 			erofs("rename", s.Rename(RootIno, name, RootIno, "g"))
 			_, err = s.Link(inos[ok], RootIno, "hardlink")
 			erofs("link", err)
+			_, err = s.Symlink(RootIno, "symlink", "target")
+			erofs("symlink", err)
 			_, err = s.Put(context.Background(), "/put", []byte("data"), true)
 			erofs("put", err)
 			if err := s.Fsync(context.Background(), inos[ok], false); err != nil {

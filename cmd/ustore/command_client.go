@@ -37,6 +37,7 @@ func newClientCommands() []*cobra.Command {
 		newPutCommand(), newGetCommand(), newCatCommand(), newWriteCommand(), newReadCommand(),
 		newLsCommand(), newStatCommand(), newMkdirCommand(), newRmCommand(), newMvCommand(),
 		newTruncateCommand(), newFsyncCommand(), newSyncCommand(), newDfCommand(),
+		newLnCommand(), newReadlinkCommand(),
 	}
 }
 

@@ -42,6 +42,8 @@ func TestClient_Complete(t *testing.T) {
 		{[]string{"mkdir", "-p", "/docs/"}, ":4\n"},
 		{[]string{"mv", "/x", "/do"}, "/docs/\n:6\n"},
 		{[]string{"fsync", "/x"}, "/x\n:4\n"},
+		{[]string{"readlink", "/x"}, "/x\n:4\n"},
+		{[]string{"ln", "-s", "/x", "/do"}, "/docs/\n:6\n"},
 		{[]string{"truncate", "/x"}, "/x\n:4\n"},
 		{[]string{"truncate", "/x", ""}, ":4\n"}, // SIZE
 		{[]string{"read", "/data/a", "0", ""}, ":4\n"},

@@ -42,6 +42,7 @@ func jsonKeys(t *testing.T, out string) [][]string {
 // documented format.
 var (
 	statFields    = []string{"atime", "blocks", "btime", "ctime", "generation", "gid", "ino", "mode", "mtime", "nlink", "path", "size", "type", "uid"}
+	linkFields    = append([]string{"target"}, statFields...) // a symbolic link's
 	lsFields      = append([]string{"name"}, statFields...)
 	dfFields      = []string{"avail", "block_size", "dirty", "size", "used"}
 	versionFields = []string{"arch", "backend", "format", "go", "kernel", "modified", "os", "reason", "revision", "version"}
@@ -56,14 +57,17 @@ func TestClient_JSON_Fields(t *testing.T) {
 	sock := startTestServer(t)
 	on(t, sock, nil, "mkdir", "/d")
 	on(t, sock, strings.NewReader("hello"), "put", "/d/f")
+	on(t, sock, nil, "ln", "-s", "d/f", "/l")
 	for _, tc := range []struct {
 		args   []string
 		fields []string
 		n      int // objects
 	}{
 		{[]string{"stat", "--json", "/d/f"}, statFields, 1},
+		{[]string{"stat", "--json", "/l"}, linkFields, 1},
+		{[]string{"ls", "--json", "/l"}, append([]string{"name"}, linkFields...), 1},
 		{[]string{"ls", "--json", "/d"}, lsFields, 1},
-		{[]string{"ls", "--json", "/"}, lsFields, 1},
+		{[]string{"ls", "--json", "/d/"}, lsFields, 1},
 		{[]string{"ls", "--json", "/d/f"}, lsFields, 1},
 		{[]string{"df", "--json"}, dfFields, 1},
 	} {

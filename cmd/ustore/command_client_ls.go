@@ -45,7 +45,8 @@ func newLsCommand() *cobra.Command {
 order they were created, one a line. A PATH that is a file lists itself.
 With -l (long format) each line is: mode, links, size in bytes (-h: in K,
 M, G, T, powers of 1024, as ls -lh), time of the last change to the content
-(mtime), name. With --json the listing is one JSON array of objects, each
+(mtime), name, and for a symbolic link " -> " and its target (ls lists a
+link, never what it points at). With --json the listing is one JSON array of objects, each
 the entry's name and the fields of 'stat --json' (docs/CLI.md). Large
 directories are listed page by page (1024 names a request), as they are
 read.` + clientLong,
@@ -61,7 +62,14 @@ read.` + clientLong,
 			return cf.runAt(cmd, "ls", p, func(s *session, a proto.Attr) error {
 				w := &lsWriter{out: cmd.OutOrStdout(), f: f}
 				if !a.IsDir() {
-					if err := w.write([]proto.DirEntry{{Name: p, Ino: a.Ino}}, []*proto.Attr{&a}, "/"); err != nil {
+					var target string
+					if f.stats() {
+						var err error
+						if target, err = s.targetOf(p, a); err != nil {
+							return err
+						}
+					}
+					if err := w.write([]proto.DirEntry{{Name: p, Ino: a.Ino}}, []*proto.Attr{&a}, []string{target}, "/"); err != nil {
 						return err
 					}
 					return w.end()
@@ -92,18 +100,23 @@ read.` + clientLong,
 }
 
 // printEntries prints one page of a listing; in long format or JSON it
-// stats every entry first, pipelined. An entry removed meanwhile is left
-// out.
+// stats every entry first, pipelined, and reads each symbolic link's
+// target. An entry removed meanwhile is left out.
 func (s *session) printEntries(w *lsWriter, dir string, es []proto.DirEntry) error {
 	attrs := make([]*proto.Attr, len(es))
+	targets := make([]string, len(es))
 	if w.f.stats() {
 		err := forEach(statParallel, es, func(i int, e proto.DirEntry) error {
+			p := path.Join(dir, e.Name)
 			a, err := s.c.Stat(s.ctx, e.Ino)
+			if err == nil {
+				targets[i], err = s.targetOf(p, a)
+			}
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
 			if err != nil {
-				return s.fail("stat", path.Join(dir, e.Name), err)
+				return s.fail("stat", p, err)
 			}
 			attrs[i] = &a
 			return nil
@@ -112,7 +125,7 @@ func (s *session) printEntries(w *lsWriter, dir string, es []proto.DirEntry) err
 			return err
 		}
 	}
-	return w.write(es, attrs, dir)
+	return w.write(es, attrs, targets, dir)
 }
 
 // lsWriter prints a listing page by page: a JSON array is opened before
@@ -123,16 +136,17 @@ type lsWriter struct {
 	entries int // written so far
 }
 
-// write prints es (with attrs, where the format needs them; a nil one is
-// an entry removed meanwhile) of the directory dir.
-func (w *lsWriter) write(es []proto.DirEntry, attrs []*proto.Attr, dir string) error {
+// write prints es (with attrs and symbolic link targets, where the format
+// needs them; a nil attr is an entry removed meanwhile) of the directory
+// dir.
+func (w *lsWriter) write(es []proto.DirEntry, attrs []*proto.Attr, targets []string, dir string) error {
 	switch {
 	case w.f.asJSON:
 		for i, e := range es {
 			if attrs[i] == nil {
 				continue
 			}
-			b, err := json.MarshalIndent(lsEntryJSON{Name: e.Name, statJSON: statJSONOf(path.Join(dir, e.Name), *attrs[i])}, "  ", "  ")
+			b, err := json.MarshalIndent(lsEntryJSON{Name: e.Name, statJSON: statJSONOf(path.Join(dir, e.Name), *attrs[i], targets[i])}, "  ", "  ")
 			if err != nil {
 				return err
 			}
@@ -150,7 +164,7 @@ func (w *lsWriter) write(es []proto.DirEntry, attrs []*proto.Attr, dir string) e
 		tw := tabwriter.NewWriter(w.out, 0, 0, 1, ' ', 0)
 		for i, e := range es {
 			if attrs[i] != nil {
-				w.printLong(tw, *attrs[i], e.Name)
+				w.printLong(tw, *attrs[i], e.Name, targets[i])
 			}
 		}
 		return tw.Flush()
@@ -176,11 +190,15 @@ func (w *lsWriter) end() error {
 	return err
 }
 
-// printLong prints one ls -l line: mode, links, size, mtime, name.
-func (w *lsWriter) printLong(tw io.Writer, a proto.Attr, name string) {
+// printLong prints one ls -l line: mode, links, size, mtime, name, and a
+// symbolic link's target.
+func (w *lsWriter) printLong(tw io.Writer, a proto.Attr, name, target string) {
 	size := strconv.FormatUint(a.Size, 10)
 	if w.f.human {
 		size = humanBytes(a.Size)
+	}
+	if target != "" {
+		name += " -> " + target
 	}
 	fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", modeString(a.Mode), a.Nlink, size,
 		timeOf(a.Mtime).Local().Format("2006-01-02 15:04"), name)

@@ -67,6 +67,8 @@ func typeName(mode uint32) string {
 		return "directory"
 	case syscall.S_IFREG:
 		return "regular file"
+	case syscall.S_IFLNK:
+		return "symbolic link"
 	}
 	return fmt.Sprintf("type %#o", mode&syscall.S_IFMT)
 }
@@ -89,6 +91,7 @@ type statJSON struct {
 	Mtime      string `json:"mtime"`
 	Ctime      string `json:"ctime"`
 	Btime      string `json:"btime"`
+	Target     string `json:"target,omitempty"` // a symbolic link's
 }
 
 func newStatCommand() *cobra.Command {
@@ -100,14 +103,20 @@ func newStatCommand() *cobra.Command {
 		Long: `Show the attributes of the file or directory at PATH: type, inode and
 generation, permissions, links, owner, size, bytes allocated, and the access,
 modification, change and birth times. --json prints them as one JSON object
-(times in RFC 3339 with nanoseconds, mode as octal permission bits).` + clientLong,
+(times in RFC 3339 with nanoseconds, mode as octal permission bits). A
+symbolic link at PATH is shown itself, not what it points at (as stat -L
+does not), with its target.` + clientLong,
 		Example: `  ustore stat /greeting
   ustore stat --json /data | jq .size`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := storePath(args[0])
 			return cf.runAt(cmd, "stat", p, func(s *session, a proto.Attr) error {
-				return printStat(cmd.OutOrStdout(), p, a, asJSON)
+				target, err := s.targetOf(p, a)
+				if err != nil {
+					return err
+				}
+				return printStat(cmd.OutOrStdout(), p, a, target, asJSON)
 			})
 		},
 	}
@@ -117,25 +126,46 @@ modification, change and birth times. --json prints them as one JSON object
 	return c
 }
 
-// statJSONOf is a's stat --json object, for the path p.
-func statJSONOf(p string, a proto.Attr) statJSON {
+// isLink reports whether a is a symbolic link's.
+func isLink(a proto.Attr) bool { return a.Mode&syscall.S_IFMT == syscall.S_IFLNK }
+
+// targetOf is the target of the symbolic link a at p, "" for anything
+// else.
+func (s *session) targetOf(p string, a proto.Attr) (string, error) {
+	if !isLink(a) {
+		return "", nil
+	}
+	target, err := s.c.Readlink(s.ctx, a.Ino)
+	return target, s.fail("readlink", p, err)
+}
+
+// statJSONOf is a's stat --json object, for the path p (target: a
+// symbolic link's).
+func statJSONOf(p string, a proto.Attr, target string) statJSON {
 	ts := func(t proto.Timespec) string { return timeOf(t).UTC().Format(time.RFC3339Nano) }
 	typ := "file"
-	if a.IsDir() {
+	switch {
+	case a.IsDir():
 		typ = "directory"
+	case isLink(a):
+		typ = "symlink"
 	}
 	return statJSON{Path: p, Type: typ, Ino: a.Ino, Generation: a.Generation,
 		Mode: fmt.Sprintf("%04o", a.Mode&0o7777), Nlink: a.Nlink, UID: a.UID, GID: a.GID,
 		Size: a.Size, Blocks: a.Blocks,
-		Atime: ts(a.Atime), Mtime: ts(a.Mtime), Ctime: ts(a.Ctime), Btime: ts(a.Btime)}
+		Atime: ts(a.Atime), Mtime: ts(a.Mtime), Ctime: ts(a.Ctime), Btime: ts(a.Btime), Target: target}
 }
 
-// printStat prints stat's output for a at p: as text, or as JSON.
-func printStat(out io.Writer, p string, a proto.Attr, asJSON bool) error {
+// printStat prints stat's output for a at p (target: a symbolic link's):
+// as text, or as JSON.
+func printStat(out io.Writer, p string, a proto.Attr, target string, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(statJSONOf(p, a))
+		return enc.Encode(statJSONOf(p, a, target))
+	}
+	if target != "" {
+		p += " -> " + target
 	}
 	lt := func(t proto.Timespec) string { return timeOf(t).Local().Format("2006-01-02 15:04:05.000000000 -0700") }
 	_, err := fmt.Fprintf(out, `  path: %s
