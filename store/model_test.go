@@ -831,6 +831,8 @@ func (r *modelRun) opOpen() {
 		want = syscall.ENOENT
 	case n.dir:
 		want = syscall.EISDIR
+	case n.link:
+		want = syscall.ELOOP // open(2) with O_NOFOLLOW
 	}
 	what := fmt.Sprintf("open(%d)", ino)
 	a, err := r.s.Open(ino)

@@ -37,8 +37,9 @@ func (in *inode) orphanLocked() bool {
 
 // Open takes a hold on file ino and returns its attributes: until the
 // matching Release, removing the file's last name keeps its inode and
-// data. EISDIR for a directory, ENOENT for an inode that is gone. An
-// orphan (nlink 0) may be opened again.
+// data. EISDIR for a directory, ELOOP for a symbolic link (as
+// O_NOFOLLOW), ENOENT for an inode that is gone. An orphan (nlink 0) may
+// be opened again.
 func (s *Store) Open(ino Ino) (Attr, error) {
 	a, err := s.open(ino)
 	return a, opErr("open", ino, err)
@@ -49,8 +50,13 @@ func (s *Store) open(ino Ino) (Attr, error) {
 	if err != nil {
 		return Attr{}, err
 	}
-	if in.isDir() {
+	if in.isDir() || in.isLink() {
+		// A link is opened as open(2) with O_NOFOLLOW opens one: a client
+		// that wants its target resolves the link itself.
 		s.itab.put(in)
+		if in.isLink() {
+			return Attr{}, syscall.ELOOP
+		}
 		return Attr{}, syscall.EISDIR
 	}
 	in.mu.Lock()
