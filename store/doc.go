@@ -12,7 +12,7 @@
 // io.go (write, read), pages.go (buffered pages), writeback.go,
 // writeback_pipeline.go and flusher.go (dirty data to extents; the budget), extents.go and csum.go
 // (extent and checksum items), truncate.go, log_*.go (fsync: see "The
-// fsync path" below), itable.go (inodes in memory), check.go and
+// fsync path" below), itable.go (inodes in memory), kept_epochs.go (their cache epochs across eviction), check.go and
 // check_items.go (fsck), scrub.go (fsck --data: every data block against its
 // checksum), ino_paths.go (an inode's paths, for reports), read_only.go (the
 // degraded, read-only mount), store.go (mount and unmount), path.go.
@@ -94,6 +94,17 @@
 //     no block, and dropping an inode's cached blocks is one epoch change,
 //     whatever the file's size. (Store.teardown, invalidateLocked;
 //     TestStore_Close_TeardownLinear)
+//  15. Nothing changes a file's data or size while its inode is out of
+//     memory: every change (write, truncate, the deletion by unlink or
+//     rename over it) loads the inode and holds a reference across the
+//     change, and the inode table evicts only inodes with no reference,
+//     no buffered page and no holder of their mu. So an inode loaded again
+//     may continue the page-cache epoch it had when evicted: what is
+//     cached under it is what the device holds for the file. A deleted
+//     inode's epoch is never kept, and a new inode's number never had
+//     one. (inodeTable.evictLocked, inodeTable.add;
+//     TestPageCache_Read_AfterInodeEviction,
+//     TestPageCache_Concurrent_NeverStaleAcrossEviction)
 //
 // # The fsync path
 //

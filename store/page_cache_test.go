@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -209,7 +210,17 @@ func blockVersion(b, v uint64) []byte {
 // the writer that owns it, change what is acknowledged as zeros (version
 // 0 means the block reads as zeros, or as an older version of the
 // replaced file only if the reader began before the change).
-func TestPageCache_Concurrent_NeverStale(t *testing.T) {
+func TestPageCache_Concurrent_NeverStale(t *testing.T) { neverStaleRun(t, false) }
+
+// TestPageCache_Concurrent_NeverStaleAcrossEviction is the same run with
+// the files' inodes evicted from the inode table all the while: each
+// reload continues the inode's cache epoch (kept_epochs.go), and no read
+// may see a block older than the last acknowledged write.
+func TestPageCache_Concurrent_NeverStaleAcrossEviction(t *testing.T) { neverStaleRun(t, true) }
+
+// neverStaleRun is TestPageCache_Concurrent_NeverStale, with an evicter
+// of inodes if evict.
+func neverStaleRun(t *testing.T, evict bool) {
 	d := newTestDevice(t, 128<<20)
 	s := openTest(t, d, Options{CacheBytes: 1 << 20, DirtyBytes: 1 << 20})
 	const (
@@ -344,6 +355,21 @@ func TestPageCache_Concurrent_NeverStale(t *testing.T) {
 			}
 		}()
 	}
+	if evict {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				evictInodes(s)
+				runtime.Gosched()
+			}
+		}()
+	}
 	wg.Wait()
 	close(stop)
 	rwg.Wait()
@@ -351,8 +377,13 @@ func TestPageCache_Concurrent_NeverStale(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if cs := s.CacheStats(); cs.PageHits == 0 || cs.Evictions == 0 {
+	cs := s.CacheStats()
+	if cs.PageHits == 0 || cs.Evictions == 0 {
 		t.Fatalf("%+v: the test wants cache hits and evictions to mean anything", cs)
+	}
+	t.Logf("cache %+v", cs)
+	if evict && cs.EpochsResumed == 0 {
+		t.Fatalf("%+v: no inode continued its epoch after an eviction", cs)
 	}
 	closeCheck(t, s)
 }
