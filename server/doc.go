@@ -32,8 +32,9 @@
 //	            │ (waits for a slot:       ≤ in-flight max        │
 //	            │  stops reading)                                 └─(frame written: give the slot back)
 //	            │
-//	            └─ stat, lookup, statfs, a buffered write of whole blocks: served on
-//	               the reader, its response written from there (under the writer's
+//	            └─ stat, lookup, statfs, a buffered write of whole blocks, a read
+//	               the store has in memory (store.ReadCached): served on the
+//	               reader, its response written from there (under the writer's
 //	               mutex), its slot given back then (conn_inline.go)
 //
 // The reader takes a slot before it reads a frame, so a connection never
@@ -128,4 +129,11 @@
 //  7. The socket file is removed only if it is the one this server created
 //     (same device and inode); a file that is not a socket is never removed.
 //     (removeSocket, listenUnix)
+//  8. The reader never waits for the device on behalf of a read: a read
+//     runs on it only if store.ReadCached answered it from memory, which
+//     takes no lock a holder keeps across I/O and reads no block from the
+//     device; any other read goes to a worker untouched (ReadCached
+//     declining changes nothing a Read depends on), and an inline read is
+//     at most inlineReadMax bytes. (conn.readCached;
+//     TestServer_Inline_CachedRead, TestStore_ReadCached_MemoryOnly)
 package server

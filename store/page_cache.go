@@ -135,8 +135,9 @@ type CacheStats struct {
 	BudgetBytes, Bytes, NodeBytes, PageBytes, Pages int64
 	// PageHits and PageMisses count block lookups in the page cache by
 	// reads that found no buffered page; ReadAheadBlocks the blocks read
-	// ahead of a sequential reader.
-	PageHits, PageMisses, ReadAheadBlocks uint64
+	// ahead of a sequential reader. CachedReads counts the reads
+	// ReadCached served (their blocks are among PageHits).
+	PageHits, PageMisses, ReadAheadBlocks, CachedReads uint64
 	// Evictions counts data pages the hand (or Clear) dropped.
 	Evictions int64
 	// EpochsKept is how many evicted inodes' epochs the inode table
@@ -153,7 +154,8 @@ func (s *Store) CacheStats() CacheStats {
 		BudgetBytes: s.pc.c.Budget().BudgetBytes(), Bytes: s.pc.c.Budget().Bytes(),
 		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
 		PageHits: s.stats.pageHits.Load(), PageMisses: s.stats.pageMisses.Load(),
-		ReadAheadBlocks: s.stats.readAheadBlocks.Load(), Evictions: st.Evictions,
+		ReadAheadBlocks: s.stats.readAheadBlocks.Load(), CachedReads: s.stats.cachedReads.Load(),
+		Evictions:  st.Evictions,
 		EpochsKept: s.itab.keptCount(), EpochsResumed: s.stats.epochsResumed.Load(),
 	}
 }
