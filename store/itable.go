@@ -33,7 +33,7 @@ type inodeShard struct {
 	kept keptEpochs // the epochs of the shard's evicted inodes
 }
 
-func newInodeTable(s *Store, max int, keptMax int) *inodeTable {
+func newInodeTable(s *Store, max, keptMax int) *inodeTable {
 	t := &inodeTable{s: s, max: max/inodeShards + 1}
 	for i := range t.shards {
 		t.shards[i].m = map[Ino]*inode{}
