@@ -32,17 +32,24 @@ import (
 //     the data is copied into dirty pages; no block is read first (a
 //     partial block of an existing file would be read from the device),
 //     and the reservation waits only while dirty data is over its budget,
-//     for the background writeback, never for this connection.
+//     for the background writeback, never for this connection;
+//   - a read of at most inlineReadMax bytes whose blocks are all in
+//     memory (buffered pages, the page cache), of an inode in memory
+//     whose lock is free: store.ReadCached only tries its locks and never
+//     touches the device, so it never waits; when it declines, the read
+//     goes to a worker, as every read did before, and the worker's Read
+//     is the one that reads the device and starts any read-ahead.
 //
 // A node-cache miss (a cold inode, a large directory) or a write over the
 // dirty budget therefore holds this connection's reader for the device
 // read or the writeback: the connection's pipelined requests wait behind
 // it, as they would for a full set of slots, while other connections go
-// on. Reads, readdir and everything that may write or sync keep a worker:
-// a read that misses the page cache would otherwise serialise a
-// connection's reads on one device round trip each.
+// on. Reads that need the device, readdir and everything that may write
+// or sync keep a worker: a read that misses the page cache would
+// otherwise serialise a connection's reads on one device round trip each.
 
-// runsInline reports whether req runs on the reader (see above).
+// runsInline reports whether req runs on the reader (see above), whatever
+// the store holds; a read may too, if it is cached (readCached).
 func runsInline(req proto.Request) bool {
 	switch r := req.(type) {
 	case *proto.Stat, *proto.Lookup, *proto.StatFS:
@@ -64,9 +71,39 @@ const inlineWriteAlign = store.BlockSize
 // is already buffered: then the next response goes out with it, and the
 // reader flushes before it waits for more (flushBeforeWait).
 func (c *conn) runInline(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
-	reply, out, err := c.serveRequest(ctx, rt, req, limits)
+	reply, out, err := c.serveRequest(ctx, rt, req, limits, nil)
 	proto.PutBuffer(reqBuf)
 	c.answer(c.encode(id, req.Op(), out, reply, err, charge))
+}
+
+// servedReply is the outcome of a request the reader made before
+// serveRequest: a read answered from memory, and the buffer its data is in.
+type servedReply struct {
+	reply proto.Reply
+	out   *[]byte
+}
+
+// readCached serves r on the reader if the store can answer it from
+// memory without waiting (store.ReadCached), and reports whether it did.
+// If not, nothing was done: the read goes to a worker, as every read did
+// before. The data is read straight into the response's buffer, as a
+// worker's read is (dispatch.go, read); the reader's charge already
+// covers it (replySizeMax).
+func (c *conn) readCached(ctx context.Context, rt requestTrace, id uint64, r *proto.Read, limits proto.Limits, charge int64) bool {
+	if r.Len > limits.IOSizeMax() || r.Len > inlineReadMax {
+		return false
+	}
+	out := proto.GetBuffer(responseHeaderSize + int(r.Len))
+	data := (*out)[responseHeaderSize : responseHeaderSize+int(r.Len)]
+	n, ok := c.s.st.ReadCached(store.Ino(r.Ino), r.Off, data)
+	if !ok {
+		proto.PutBuffer(out)
+		return false
+	}
+	served := servedReply{reply: &proto.ReadReply{Data: data[:n]}, out: out}
+	reply, out, err := c.serveRequest(ctx, rt, r, limits, &served)
+	c.answer(c.encode(id, r.Op(), out, reply, err, charge))
+	return true
 }
 
 // answer writes a response the reader made (an inline request's, or its

@@ -103,6 +103,9 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 			c.runInline(ctx, rt, f.ID, req, buf, limits, charge)
 			continue
 		}
+		if r, ok := req.(*proto.Read); ok && c.readCached(ctx, rt, f.ID, r, limits, charge) {
+			continue
+		}
 		c.workers.Add(1)
 		go c.run(ctx, rt, f.ID, req, buf, limits, charge)
 	}

@@ -107,7 +107,7 @@ func spanName(op proto.Op) string {
 // the request's frame (a write's data aliases it).
 func (c *conn) run(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) {
 	defer c.workers.Done()
-	reply, out, err := c.serveRequest(ctx, rt, req, limits)
+	reply, out, err := c.serveRequest(ctx, rt, req, limits, nil)
 	proto.PutBuffer(reqBuf)
 	c.respond(id, req.Op(), out, reply, err, charge)
 }
@@ -115,8 +115,11 @@ func (c *conn) run(ctx context.Context, rt requestTrace, id uint64, req proto.Re
 // serveRequest runs req on the store, on the calling goroutine (a
 // request's worker, or the reader for a request that runs inline), and
 // ends its span. out, when not nil, is the buffer its response is to be
-// encoded into (responseBuffer).
-func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Request, limits proto.Limits) (proto.Reply, *[]byte, error) {
+// encoded into (responseBuffer). served, when not nil, is req's outcome
+// already made (a read the reader answered from memory, conn_inline.go):
+// the test hook and filter still see req, but the store is not called
+// again.
+func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Request, limits proto.Limits, served *servedReply) (proto.Reply, *[]byte, error) {
 	binding := rt.bind()
 	if h := c.s.testHook; h != nil {
 		h(ctx, req)
@@ -129,7 +132,13 @@ func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Requ
 	if f := c.s.testFilter.Load(); f != nil {
 		err = (*f)(ctx, req)
 	}
-	if err == nil {
+	switch {
+	case served != nil:
+		reply, out = served.reply, served.out
+		if err != nil {
+			reply = nil
+		}
+	case err == nil:
 		reply, out, err = c.dispatch(ctx, req, limits)
 	}
 	binding.Unbind()

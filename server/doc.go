@@ -33,8 +33,9 @@
 //	            │ (waits for a slot:       ≤ in-flight max        │
 //	            │  stops reading)                                 └─(frame written: give the slot back)
 //	            │
-//	            └─ stat, lookup, statfs, a buffered write of whole blocks: served on
-//	               the reader, its response written from there (under the writer's
+//	            └─ stat, lookup, statfs, a buffered write of whole blocks, a read
+//	               the store has in memory (store.ReadCached): served on the
+//	               reader, its response written from there (under the writer's
 //	               mutex), its slot given back then (conn_inline.go)
 //
 // The reader takes a slot before it reads a frame, so a connection never
@@ -135,4 +136,11 @@
 //     the connection runs; a connection holds at most HandlesPerConnMax
 //     (EMFILE past it), and one holding any is never closed as idle.
 //     (handleTable; TestServer_Handles_*)
+//  9. The reader never waits for the device on behalf of a read: a read
+//     runs on it only if store.ReadCached answered it from memory, which
+//     takes no lock a holder keeps across I/O and reads no block from the
+//     device; any other read goes to a worker untouched (ReadCached
+//     declining changes nothing a Read depends on), and an inline read is
+//     at most inlineReadMax bytes. (conn.readCached;
+//     TestServer_Inline_CachedRead, TestStore_ReadCached_MemoryOnly)
 package server

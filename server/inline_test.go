@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"strings"
@@ -11,27 +12,34 @@ import (
 	"ustore/proto"
 )
 
-// TestServer_Inline_WhichOnReader: stat, lookup, statfs and a buffered
-// write of whole blocks run on the connection's reader goroutine; a write
-// of part of a block, a write with a sync flag, a read, a readdir and the
-// ops that change the namespace or sync run on a worker goroutine of
-// their own (the stack the hook runs on says which). Every one is answered.
+// whereServed says which goroutine the hook runs on: a request's worker
+// or the connection's reader.
+func whereServed() string {
+	buf := make([]byte, 16<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	// A worker's stack names readLoop too, as its creator: look for run
+	// first.
+	switch {
+	case strings.Contains(stack, "(*conn).run("):
+		return "worker"
+	case strings.Contains(stack, "(*conn).readLoop"):
+		return "reader"
+	}
+	return "?"
+}
+
+// TestServer_Inline_WhichOnReader: stat, lookup, statfs, a buffered write
+// of whole blocks and a read of blocks in memory run on the connection's
+// reader goroutine; a write of part of a block, a write with a sync flag,
+// a readdir and the ops that change the namespace or sync run on a worker
+// goroutine of their own (the stack the hook runs on says which). Every
+// one is answered.
 func TestServer_Inline_WhichOnReader(t *testing.T) {
 	var mu sync.Mutex
 	where := map[string]string{}
 	st, _ := newTestStore(t)
 	ts := startServer(t, st, Options{}, func(ctx context.Context, req proto.Request) {
-		buf := make([]byte, 16<<10)
-		stack := string(buf[:runtime.Stack(buf, false)])
-		w := "?"
-		// A worker's stack names readLoop too, as its creator: look for
-		// run first.
-		switch {
-		case strings.Contains(stack, "(*conn).run("):
-			w = "worker"
-		case strings.Contains(stack, "(*conn).readLoop"):
-			w = "reader"
-		}
+		w := whereServed()
 		mu.Lock()
 		where[describe(req)] = w
 		mu.Unlock()
@@ -62,7 +70,7 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 	want := map[string]string{
 		"create": "worker", "stat": "reader", "lookup": "reader", "statfs": "reader",
 		"write whole blocks": "reader", "write part of a block": "worker", "write dsync": "worker",
-		"read": "worker", "readdir": "worker", "fsync": "worker",
+		"read": "reader", "readdir": "worker", "fsync": "worker",
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -70,6 +78,77 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 		if where[k] != w {
 			t.Errorf("%s ran on %q, want the %s", k, where[k], w)
 		}
+	}
+}
+
+// TestServer_Inline_CachedRead: a read whose blocks are all in the store's
+// memory — buffered pages, the page cache — is served on the connection's
+// reader; one that must read the device (a hole not read before, here: no
+// device block to read, but not yet cached), one over inlineReadMax and
+// one of an inode not in memory go to a worker, and the first read makes
+// the second of the same blocks a cached one. Every answer has the file's
+// bytes.
+func TestServer_Inline_CachedRead(t *testing.T) {
+	var mu sync.Mutex
+	var where []string
+	st, _ := newTestStore(t)
+	ts := startServer(t, st, Options{}, func(ctx context.Context, req proto.Request) {
+		if _, ok := req.(*proto.Read); ok {
+			w := whereServed()
+			mu.Lock()
+			where = append(where, w)
+			mu.Unlock()
+		}
+	})
+	c := dial(t, ts.sock)
+	ctx := context.Background()
+	f, err := c.Create(ctx, client.RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 512) // two blocks
+	if _, err := c.Write(ctx, f.Ino, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 20
+	if err := c.Truncate(ctx, f.Ino, size); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, size)
+	copy(want, data)
+	steps := []struct {
+		what      string
+		ino       uint64
+		off, n    int
+		where     string
+		wantError bool
+	}{
+		{"buffered pages", f.Ino, 100, 5000, "reader", false},
+		{"a hole not cached yet", f.Ino, 512 << 10, 8192, "worker", false},
+		{"the hole, cached by the read before", f.Ino, 512 << 10, 8192, "reader", false},
+		{"over inlineReadMax", f.Ino, 0, inlineReadMax + 4096, "worker", false},
+		{"at the end of the file", f.Ino, 1 << 20, 4096, "reader", false},
+		{"an inode not in memory", 1 << 40, 0, 4096, "worker", true},
+	}
+	for i, step := range steps {
+		buf := make([]byte, step.n)
+		n, err := c.Read(ctx, step.ino, uint64(step.off), buf)
+		if step.wantError != (err != nil) {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		end := min(step.off+step.n, len(want))
+		if err == nil && !bytes.Equal(buf[:n], want[step.off:end]) {
+			t.Fatalf("%s: %d bytes, not the file's", step.what, n)
+		}
+		mu.Lock()
+		got := where[i]
+		mu.Unlock()
+		if got != step.where {
+			t.Errorf("%s ran on the %q, want the %s", step.what, got, step.where)
+		}
+	}
+	if cs := st.CacheStats(); cs.CachedReads != 3 {
+		t.Errorf("the store served %d cached reads, want 3", cs.CachedReads)
 	}
 }
 

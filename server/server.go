@@ -212,10 +212,14 @@ type Server struct {
 	refuseTimeout atomic.Int64
 
 	// testHook, set by tests before Serve, runs before each request is
-	// dispatched: it can hold a request in flight.
+	// dispatched: it can hold a request in flight. A read served from
+	// memory on the reader (conn.readCached) has read its data already
+	// when the hook runs, and holding it holds the connection's reader.
 	testHook func(ctx context.Context, req proto.Request)
 	// testFilter, set by tests (while serving: atomic), may refuse a
-	// request: its error is the response, and the store is not called.
+	// request: its error is the response, and the store is not called
+	// (but for a read served from memory, which it has been: the error is
+	// still the response).
 	testFilter atomic.Pointer[func(ctx context.Context, req proto.Request) error]
 }
 

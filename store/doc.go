@@ -10,14 +10,16 @@
 // (symbolic links: the target, its limit), dir.go (the three items of a
 // name), name_room.go (room for a name in its list items),
 // attr.go (stat, setattr, statfs, readdir), times.go (the timestamp range),
-// io.go (write, read), pages.go (buffered pages), writeback.go,
-// writeback_pipeline.go and flusher.go (dirty data to extents; the budget), extents.go and csum.go
-// (extent and checksum items), truncate.go, log_*.go (fsync: see "The
-// fsync path" below), itable.go (inodes in memory), check.go and
-// check_items.go (fsck), scrub.go (fsck --data: every data block against its
-// checksum), ino_paths.go (an inode's paths, for reports), read_only.go (the
-// degraded, read-only mount), orphan.go (open files: holds, orphans and
-// their cleanup at mount), store.go (mount and unmount), path.go.
+// io.go (write, read), read_cached.go (a read from memory that never waits),
+// pages.go (buffered pages), writeback.go, writeback_pipeline.go and
+// flusher.go (dirty data to extents; the budget), extents.go and csum.go
+// (extent and checksum items), truncate.go, log_*.go (fsync: see "The fsync
+// path" below), itable.go (inodes in memory), kept_epochs.go (their cache
+// epochs across eviction), check.go and check_items.go (fsck), scrub.go
+// (fsck --data: every data block against its checksum), ino_paths.go (an
+// inode's paths, for reports), read_only.go (the degraded, read-only mount),
+// orphan.go (open files: holds, orphans and their cleanup at mount),
+// store.go (mount and unmount), path.go.
 //
 // # Invariants
 //
@@ -83,14 +85,16 @@
 //     next index); an fsync log to replay refuses the mount. (writable,
 //     checkNoPendingLog; TestStore_OpenReadOnly_DamagedTree)
 //  13. The page cache is never stale: a read returns, for every block, at
-//     least the last version whose write returned before the read began —
-//     a cached block is replaced or made unreachable by every write of it
-//     (its dirty page shadows it, writeback replaces it), by a truncate
-//     that shrinks the file and by the file's deletion (a new epoch), and
-//     a read caches what it fetched only if no block of the inode was
-//     dirtied meanwhile (cacheSeq). Cached blocks and tree nodes share one
-//     byte budget, charged exactly. (page_cache.go; TestPageCache_*,
-//     TestModel)
+//     least the last version whose write returned before the read began — a
+//     cached block is replaced or made unreachable by every write of it (its
+//     dirty page shadows it, writeback replaces it), by a truncate that
+//     shrinks the file and by the file's deletion (a new epoch), and a read
+//     caches what it fetched only if no block of the inode was dirtied
+//     meanwhile (cacheSeq); ReadCached, which reads only what is in memory,
+//     follows Read's rules under the inode's mu, and reads an inode only
+//     while it is the table's. Cached blocks and tree nodes share one byte
+//     budget, charged exactly. (page_cache.go, ReadCached; TestPageCache_*,
+//     TestStore_ReadCached_*, TestModel)
 //  14. Teardown is bulk: unmount drops the inode table's maps and the
 //     page cache's shards whole, one step per shard, visiting no inode and
 //     no block, and dropping an inode's cached blocks is one epoch change,
@@ -111,6 +115,17 @@
 //     never without its target. The store never follows a link: a path
 //     through one fails with ELOOP. (checkLink, logTarget, throughDir;
 //     TestSymlink_*, TestCrash_SymlinkFsyncParent)
+//  17. Nothing changes a file's data or size while its inode is out of
+//     memory: every change (write, truncate, the deletion by unlink or
+//     rename over it) loads the inode and holds a reference across the
+//     change, and the inode table evicts only inodes with no reference,
+//     no buffered page and no holder of their mu. So an inode loaded again
+//     may continue the page-cache epoch it had when evicted: what is
+//     cached under it is what the device holds for the file. A deleted
+//     inode's epoch is never kept, and a new inode's number never had
+//     one. (inodeTable.evictLocked, inodeTable.add;
+//     TestPageCache_Read_AfterInodeEviction,
+//     TestPageCache_Concurrent_NeverStaleAcrossEviction)
 //
 // # The fsync path
 //

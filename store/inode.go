@@ -69,7 +69,8 @@ type inode struct {
 	diskSize uint64
 	pages    pageState
 	// epoch names the inode's blocks in the page cache (page_cache.go):
-	// fresh when the inode is loaded or created, replaced when all its
+	// fresh when the inode is created, kept across its eviction from the
+	// inode table (kept_epochs.go), replaced when all its
 	// cached blocks must go at once. cacheSeq counts the changes that may
 	// make a block read from the device stale before it is cached: new
 	// dirty pages and epoch changes. raNext is the block after the last

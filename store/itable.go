@@ -6,13 +6,16 @@ import (
 	"syscall"
 
 	"ustore/engine"
+	"ustore/internal/assert"
 )
 
 // inodeTable holds the inodes in memory, sharded by number. An inode is
 // loaded once and shared; it stays while referenced or while it has
 // buffered data, and clean, unreferenced inodes are evicted past
 // InodeCacheMax — each dropped whole, its page maps with it (the 2013 btrfs
-// eviction lesson: never tear an inode's state down range by range).
+// eviction lesson: never tear an inode's state down range by range). An
+// evicted inode's page-cache epoch is kept (kept_epochs.go), and the inode
+// continues it when it is loaded again.
 type inodeTable struct {
 	s      *Store
 	shards [inodeShards]inodeShard
@@ -25,14 +28,16 @@ type inodeTable struct {
 const inodeShards = 64
 
 type inodeShard struct {
-	mu sync.Mutex
-	m  map[Ino]*inode
+	mu   sync.Mutex
+	m    map[Ino]*inode
+	kept keptEpochs // the epochs of the shard's evicted inodes
 }
 
-func newInodeTable(s *Store, max int) *inodeTable {
+func newInodeTable(s *Store, max, keptMax int) *inodeTable {
 	t := &inodeTable{s: s, max: max/inodeShards + 1}
 	for i := range t.shards {
 		t.shards[i].m = map[Ino]*inode{}
+		t.shards[i].kept = newKeptEpochs(keptMax)
 	}
 	return t
 }
@@ -52,6 +57,11 @@ func (t *inodeTable) get(ino Ino) (*inode, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Its blocks still cached are right for it: nothing changed the file
+	// while it was out of memory (kept_epochs.go).
+	if in.epoch = sh.kept.take(ino); in.epoch != 0 {
+		t.s.stats.epochsResumed.Add(1)
+	}
 	in.refs = 1
 	if len(sh.m) >= t.max {
 		t.evictLocked(sh, len(sh.m)-t.max+1)
@@ -65,6 +75,9 @@ func (t *inodeTable) get(ino Ino) (*inode, error) {
 func (t *inodeTable) add(in *inode) {
 	sh := &t.shards[in.ino%inodeShards]
 	sh.mu.Lock()
+	// A new inode's number was never used in this mount: no epoch can be
+	// kept for it, and none may be continued.
+	assert.That(sh.kept.take(in.ino) == 0, "store: a new inode's number has a kept cache epoch")
 	in.refs = 1
 	sh.m[in.ino] = in
 	t.fast.Store(in.ino, in)
@@ -88,18 +101,29 @@ func (t *inodeTable) peek(ino Ino) *inode {
 	return nil
 }
 
-// evictLocked drops up to n clean, unreferenced inodes of shard sh.
+// evictLocked drops up to n clean, unreferenced inodes of shard sh, and
+// keeps their page-cache epochs. An inode whose mu is held is in use even
+// without a reference (a cached read on a connection's reader,
+// Store.ReadCached; a flusher's pass): it stays. TryLock, because the
+// order is mu before the shard's lock.
 func (t *inodeTable) evictLocked(sh *inodeShard, n int) {
 	for ino, in := range sh.m {
 		if n <= 0 {
 			return
 		}
 		// An inode with buffered data is referenced by the dirty set.
-		if in.refs > 0 {
+		if in.refs > 0 || !in.mu.TryLock() {
 			continue
+		}
+		// Unreferenced, so not in the dirty set: its data is all on the
+		// device, and what is cached under its epoch is that data.
+		assert.That(in.pages.empty(), "store: an unreferenced inode has buffered pages")
+		if in.epoch != 0 && !in.deleted.Load() {
+			sh.kept.keep(ino, in.epoch)
 		}
 		delete(sh.m, ino)
 		t.fast.Delete(ino)
+		in.mu.Unlock()
 		n--
 	}
 }
@@ -119,6 +143,18 @@ func (t *inodeTable) count() int {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// keptCount returns how many evicted inodes' epochs are kept.
+func (t *inodeTable) keptCount() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += sh.kept.count()
 		sh.mu.Unlock()
 	}
 	return n
@@ -151,6 +187,7 @@ func (s *Store) teardown() {
 			}
 		}
 		sh.m = map[Ino]*inode{}
+		sh.kept = newKeptEpochs(sh.kept.max)
 		sh.mu.Unlock()
 	}
 	t.fast.Clear()

@@ -13,18 +13,22 @@ import (
 // one SIEVE over nodes and pages, so that whichever are used stay.
 //
 // Keys. A cached block is named by its inode's cache epoch and its block
-// index. Every in-memory inode gets a fresh epoch from a store-wide counter
-// when it first uses the cache (epochLocked), and another whenever its cached blocks
-// must all go at once — a truncate that shrinks it, its deletion (unlink,
-// rename over it): the old entries can then never be looked up again and
-// the hand, finding them unreferenced, evicts them when it reaches them. Dropping an
-// inode's cached data is so O(1), whatever its size: the 2013 btrfs patch
-// "fix very slow inode eviction and fs unmount" was about exactly that
-// teardown done page by page. An inode evicted from the inode table and
-// loaded again gets a new epoch too, so no block cached before can be
-// stale for it. The epoch and the block are mixed into the cache's uint64
-// key; an entry also holds both, and a lookup that finds another block's
-// entry under its key (a collision of the mix) is a miss.
+// index. An in-memory inode gets a fresh epoch from a store-wide counter
+// when it first uses the cache (epochLocked), and another whenever its
+// cached blocks must all go at once — a truncate that shrinks it, its
+// deletion (unlink, rename over it): the old entries can then never be
+// looked up again and the hand, finding them unreferenced, evicts them
+// when it reaches them. Dropping an inode's cached data is so O(1),
+// whatever its size: the 2013 btrfs patch "fix very slow inode eviction
+// and fs unmount" was about exactly that teardown done page by page. An
+// inode evicted from the inode table leaves its epoch there
+// (kept_epochs.go) and continues it when loaded again, so its blocks
+// still cached are found: nothing changes a file while its inode is out
+// of memory (store/doc.go, invariant 17). One whose epoch was not kept
+// gets a fresh one, which is always safe. The epoch and the block are
+// mixed into the cache's uint64 key; an entry also holds both, and a
+// lookup that finds another block's entry under its key (a collision of
+// the mix) is a miss.
 //
 // Staleness. Readers look at an inode's buffered pages (dirty, under
 // writeback) before the cache, so a block written since it was cached is
@@ -131,10 +135,16 @@ type CacheStats struct {
 	BudgetBytes, Bytes, NodeBytes, PageBytes, Pages int64
 	// PageHits and PageMisses count block lookups in the page cache by
 	// reads that found no buffered page; ReadAheadBlocks the blocks read
-	// ahead of a sequential reader.
-	PageHits, PageMisses, ReadAheadBlocks uint64
+	// ahead of a sequential reader. CachedReads counts the reads
+	// ReadCached served (their blocks are among PageHits).
+	PageHits, PageMisses, ReadAheadBlocks, CachedReads uint64
 	// Evictions counts data pages the hand (or Clear) dropped.
 	Evictions int64
+	// EpochsKept is how many evicted inodes' epochs the inode table
+	// holds now; EpochsResumed counts inodes loaded again that continued
+	// theirs (kept_epochs.go).
+	EpochsKept    int
+	EpochsResumed uint64
 }
 
 // CacheStats returns the page cache's figures.
@@ -144,6 +154,8 @@ func (s *Store) CacheStats() CacheStats {
 		BudgetBytes: s.pc.c.Budget().BudgetBytes(), Bytes: s.pc.c.Budget().Bytes(),
 		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
 		PageHits: s.stats.pageHits.Load(), PageMisses: s.stats.pageMisses.Load(),
-		ReadAheadBlocks: s.stats.readAheadBlocks.Load(), Evictions: st.Evictions,
+		ReadAheadBlocks: s.stats.readAheadBlocks.Load(), CachedReads: s.stats.cachedReads.Load(),
+		Evictions:  st.Evictions,
+		EpochsKept: s.itab.keptCount(), EpochsResumed: s.stats.epochsResumed.Load(),
 	}
 }

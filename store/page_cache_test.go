@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -209,7 +210,24 @@ func blockVersion(b, v uint64) []byte {
 // the writer that owns it, change what is acknowledged as zeros (version
 // 0 means the block reads as zeros, or as an older version of the
 // replaced file only if the reader began before the change).
-func TestPageCache_Concurrent_NeverStale(t *testing.T) {
+func TestPageCache_Concurrent_NeverStale(t *testing.T) { neverStaleRun(t, neverStale{}) }
+
+// TestPageCache_Concurrent_NeverStaleAcrossEviction is the same run with
+// the files' inodes evicted from the inode table all the while: each
+// reload continues the inode's cache epoch (kept_epochs.go), and no read
+// may see a block older than the last acknowledged write.
+func TestPageCache_Concurrent_NeverStaleAcrossEviction(t *testing.T) {
+	neverStaleRun(t, neverStale{evict: true})
+}
+
+// neverStale says how neverStaleRun varies: evict runs an evicter of
+// inodes beside the writers and readers; cached makes the readers try
+// ReadCached first, then Read if it declines, as the server's connection
+// reader does.
+type neverStale struct{ evict, cached bool }
+
+// neverStaleRun is TestPageCache_Concurrent_NeverStale, varied by how.
+func neverStaleRun(t *testing.T, how neverStale) {
 	d := newTestDevice(t, 128<<20)
 	s := openTest(t, d, Options{CacheBytes: 1 << 20, DirtyBytes: 1 << 20})
 	const (
@@ -316,7 +334,15 @@ func TestPageCache_Concurrent_NeverStale(t *testing.T) {
 				for i := range want {
 					want[i] = f.acked[b+uint64(i)].Load()
 				}
-				n, err := s.Read(Ino(f.ino.Load()), b*blockSize, buf)
+				var n int
+				var err error
+				ok := false
+				if how.cached {
+					n, ok = s.ReadCached(Ino(f.ino.Load()), b*blockSize, buf)
+				}
+				if !ok {
+					n, err = s.Read(Ino(f.ino.Load()), b*blockSize, buf)
+				}
 				f.mu.RUnlock()
 				if err != nil {
 					errs <- err
@@ -344,6 +370,21 @@ func TestPageCache_Concurrent_NeverStale(t *testing.T) {
 			}
 		}()
 	}
+	if how.evict {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				evictInodes(s)
+				runtime.Gosched()
+			}
+		}()
+	}
 	wg.Wait()
 	close(stop)
 	rwg.Wait()
@@ -351,8 +392,16 @@ func TestPageCache_Concurrent_NeverStale(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if cs := s.CacheStats(); cs.PageHits == 0 || cs.Evictions == 0 {
+	cs := s.CacheStats()
+	if cs.PageHits == 0 || cs.Evictions == 0 {
 		t.Fatalf("%+v: the test wants cache hits and evictions to mean anything", cs)
+	}
+	t.Logf("cache %+v", cs)
+	if how.evict && cs.EpochsResumed == 0 {
+		t.Fatalf("%+v: no inode continued its epoch after an eviction", cs)
+	}
+	if how.cached && cs.CachedReads == 0 {
+		t.Fatalf("%+v: ReadCached served no read", cs)
 	}
 	closeCheck(t, s)
 }

@@ -23,6 +23,7 @@ type storeStats struct {
 	// The page cache's (page_cache.go); teardownSteps counts the blocks
 	// and inodes unmount and invalidation visit one at a time.
 	pageHits, pageMisses, readAheadBlocks atomic.Uint64
+	epochsResumed, cachedReads            atomic.Uint64
 	teardownSteps                         atomic.Uint64
 	fsyncDataRoundTrips                   atomic.Uint64
 }
