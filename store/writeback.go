@@ -43,6 +43,13 @@ func (s *Store) writebackInode(in *inode) error {
 func (s *Store) writebackInodeCounted(in *inode) (writes int, err error) {
 	in.wbMu.Lock()
 	defer in.wbMu.Unlock()
+	return s.writebackHeld(in)
+}
+
+// writebackHeld is writebackInodeCounted with in.wbMu already held (by
+// fallocate, which must keep extents from changing between the writeback
+// and its own mapping).
+func (s *Store) writebackHeld(in *inode) (writes int, err error) {
 	in.mu.Lock()
 	if in.deleted.Load() || len(in.pages.dirty) == 0 {
 		in.mu.Unlock()
