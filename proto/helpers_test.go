@@ -63,6 +63,10 @@ func requests() []proto.Request {
 		&proto.Put{Path: "/a/b", Data: []byte("content")},
 		&proto.Put{Path: "/" + strings.Repeat("p", proto.PathLenMax-1), Fsync: true, Data: bytes.Repeat([]byte{1}, proto.IOSizeMax)},
 		&proto.Get{Path: "/a/b"},
+		&proto.Fallocate{Ino: 257, Mode: 0, Off: 4096, Len: 1 << 20},
+		&proto.Fallocate{Ino: 257, Mode: proto.FallocPunchHole | proto.FallocKeepSize, Off: 1<<64 - 1, Len: 1<<63 + 5},
+		&proto.Rename2{Rename: proto.Rename{SrcDir: 256, SrcName: "a", DstDir: 300, DstName: long}, Flags: proto.RenameExchange},
+		&proto.Rename2{Rename: proto.Rename{SrcDir: 256, SrcName: long, DstDir: 256, DstName: "b"}, Flags: 1<<32 - 1},
 	}
 }
 

@@ -30,6 +30,9 @@ const (
 	OpPut     Op = 17 // Put → Attr
 	OpGet     Op = 18 // Get → GetReply
 
+	OpFallocate Op = 27 // Fallocate → Attr
+	OpRename2   Op = 28 // Rename2 → Empty
+
 	// Reserved for the POSIX ops the FUSE mount needs (issue 13), each
 	// known once its row below is filled: 19 symlink, 20 readlink,
 	// 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr, 25 open,
@@ -77,6 +80,9 @@ var ops = [opCount]struct {
 	OpResolve: {"resolve", replyAttr},
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
+
+	OpFallocate: {"fallocate", replyAttr},
+	OpRename2:   {"rename2", replyEmpty},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -130,6 +136,10 @@ func newRequest(op Op) Request {
 		return new(Put)
 	case OpGet:
 		return new(Get)
+	case OpFallocate:
+		return new(Fallocate)
+	case OpRename2:
+		return new(Rename2)
 	}
 	return nil
 }
