@@ -97,7 +97,10 @@ func (s *Store) allocate(in *inode, start, end uint64, grow bool) (Attr, error) 
 	if err != nil {
 		return Attr{}, err
 	}
-	if _, err := s.writebackHeld(in); err != nil {
+	// A file that grows past an inline extent has block 0 dirty (its tail
+	// zeroed): written back as a regular extent, the file is one kind of
+	// extent throughout.
+	if _, err := s.writebackHeld(in, !grow || end <= uint64(s.inlineMax)); err != nil {
 		return Attr{}, err
 	}
 
