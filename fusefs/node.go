@@ -200,20 +200,22 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return errnoOf(n.fsys.conn().Rmdir(ctx, n.ino(), name))
 }
 
-// Rename is rename(2). renameat2's flags (RENAME_NOREPLACE,
-// RENAME_EXCHANGE, RENAME_WHITEOUT) need the store to check and swap
-// atomically, which it cannot yet: EINVAL, as a Linux filesystem without
-// them answers.
+// Rename is rename(2) and renameat2(2). RENAME_NOREPLACE and
+// RENAME_EXCHANGE go to the store's rename2, which decides them under its
+// locks (the kernel's own check of NOREPLACE sees only its cache); any
+// other flag is the store's EINVAL, as a Linux filesystem without it
+// answers. Neither drops the inode the new name named, so only a plain
+// rename keeps it aside.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	dst := newParent.EmbeddedInode().StableAttr().Ino
 	if flags != 0 {
-		return syscall.EINVAL
+		return errnoOf(n.fsys.conn().Rename2(ctx, n.ino(), name, dst, newName, flags))
 	}
 	done, err := n.keepChildAside(ctx, newParent.EmbeddedInode(), newName, true)
 	if err != nil {
 		return errnoOf(err)
 	}
 	defer done()
-	dst := newParent.EmbeddedInode().StableAttr().Ino
 	return errnoOf(n.fsys.conn().Rename(ctx, n.ino(), name, dst, newName))
 }
 
