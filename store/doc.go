@@ -6,12 +6,15 @@
 // path helpers (Resolve, Put, Get) on top; errors are *fs.PathError
 // wrapping a syscall.Errno.
 //
-// Files, by concept: namespace.go and rename.go (names), dir.go (the three
+// Files, by concept: namespace.go, rename.go and exchange.go (names;
+// renameat2's flags), dir.go (the three
 // items of a name), name_room.go (room for a name in its list items),
 // attr.go (stat, setattr, statfs, readdir), times.go (the timestamp range),
 // io.go (write, read), pages.go (buffered pages), writeback.go,
 // writeback_pipeline.go and flusher.go (dirty data to extents; the budget), extents.go and csum.go
-// (extent and checksum items), truncate.go, log_*.go (fsync: see "The
+// (extent and checksum items), truncate.go, fallocate.go (allocate and
+// punch: extents of zero blocks written as writeback's, or dropped as
+// truncate's), log_*.go (fsync: see "The
 // fsync path" below), itable.go (inodes in memory), check.go and
 // check_items.go (fsck), scrub.go (fsck --data: every data block against its
 // checksum), ino_paths.go (an inode's paths, for reports), read_only.go (the
