@@ -381,6 +381,14 @@ func (s *Store) punchHole(in *inode, start, end uint64) (_ Attr, err error) {
 	if err != nil {
 		return Attr{}, err
 	}
+	// The punch may have dropped the last buffered pages, whose writeback
+	// would have moved the tree's size up to the file's: it moves here,
+	// as truncate's does. Every block between the two is a hole now or
+	// was never written past the tree's size (an old last block's zeroed
+	// tail page, if it went, went with its extent).
+	if in.pages.empty() {
+		in.diskSize = in.size
+	}
 	return s.punchDone(in, tr)
 }
 

@@ -331,3 +331,19 @@ func TestStore_Fallocate_Fsync(t *testing.T) {
 	}
 	closeCheck(t, s)
 }
+
+// A punch that drops a file's last buffered pages, never written back:
+// the tree's size must still reach the file's (no writeback is left to
+// move it), so the size survives a remount — a model-test find.
+func TestStore_Fallocate_PunchBufferedOnly(t *testing.T) {
+	s, d, ino, _ := fallocFix(t, 32<<20, 0)
+	posixWrite(t, s, ino, 0, posixPattern(3960, 4))
+	if _, err := s.Fallocate(ino, FallocPunchHole|FallocKeepSize, 0, 8192); err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, s, ino, make([]byte, 3960), "after the punch")
+	closeCheck(t, s)
+	s = openTest(t, d, Options{})
+	wantContent(t, s, ino, make([]byte, 3960), "after a remount")
+	closeCheck(t, s)
+}

@@ -109,8 +109,10 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string,
 	defer s.itab.put(src)
 	// The walk up from dstDir fails on a deleted dstDir (it has no
 	// parent): its error counts only once dstDir is known to be there.
+	// An existing name is EEXIST under noReplace before the loop check,
+	// as in Linux's do_renameat2 (renameRecheck retries if it went).
 	var under error
-	if src.isDir() {
+	if src.isDir() && !(noReplace && exists) {
 		under = s.checkNotUnder(dd.ino, src.ino)
 	}
 	var victim *inode

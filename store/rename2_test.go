@@ -28,6 +28,7 @@ func TestStore_Rename_NoReplace(t *testing.T) {
 		{RootIno, "e", fx.d, "sub", "directory over a directory"},
 		{RootIno, "f", fx.d, "f2", "over another name of the same inode"},
 		{RootIno, "f", RootIno, "f", "onto itself"},
+		{RootIno, "d", fx.sub, "x", "a directory under itself, onto a name that exists (EEXIST first, as Linux)"},
 	} {
 		posixWantErr(t, c.what, s.Rename2(c.sd, c.sn, c.dd, c.dn, RenameNoReplace), syscall.EEXIST)
 		if d := posixDiff(before, posixTree(t, s)); d != "" {
@@ -35,6 +36,7 @@ func TestStore_Rename_NoReplace(t *testing.T) {
 		}
 	}
 	posixWantErr(t, "missing source", s.Rename2(RootIno, "nope", RootIno, "new", RenameNoReplace), syscall.ENOENT)
+	posixWantErr(t, "a directory under itself", s.Rename2(RootIno, "d", fx.sub, "new", RenameNoReplace), syscall.EINVAL)
 	if err := s.Rename2(RootIno, "f", fx.e, "moved", RenameNoReplace); err != nil {
 		t.Fatal(err)
 	}
