@@ -16,10 +16,11 @@
 //
 // Files, by concept: mount.go (New, Unmount, the mount point's checks),
 // fs.go (the connections, attributes), node.go (the namespace: lookup,
-// getattr, setattr, mkdir, create, unlink, rmdir, rename, link, statfs),
-// node_io.go (open, read, write, fsync, flush, release), dir_handle.go
-// (readdir), open_files.go (files unlinked while open), unsupported.go
-// (what the store lacks, and the errno each gets), errors.go, limits.go.
+// getattr, setattr, mkdir, create, unlink, rmdir, rename and renameat2,
+// link, statfs), node_io.go (open, read, write, fsync, fallocate, flush,
+// release), dir_handle.go (readdir), open_files.go (files unlinked while
+// open), unsupported.go (what the store lacks, and the errno each gets),
+// errors.go, limits.go.
 //
 // # Kernel caching
 //
