@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"slices"
+	"sync"
 	"syscall"
 
 	"ustore/dev"
@@ -245,8 +246,8 @@ func withoutBlocks(runs []wbRun, skip []uint64) []wbRun {
 }
 
 // zeroExtentBytes is the zero buffer every allocated extent is written
-// from: as long as the longest extent, never written.
-var zeroExtentBytes = dev.AlignedBuffer(256 * blockSize)
+// from: as long as the longest extent, never written, made on first use.
+var zeroExtentBytes = sync.OnceValue(func() []byte { return dev.AlignedBuffer(256 * blockSize) })
 
 // zeroBlockCsum is a zero block's checksum.
 var zeroBlockCsum = engine.DataCsum(make([]byte, blockSize))
@@ -256,7 +257,7 @@ var zeroBlockCsum = engine.DataCsum(make([]byte, blockSize))
 // batch's extents are written before they are mapped, and the tree's size
 // advances batch by batch up to size, over blocks that are all written.
 func (s *Store) writeZeroRuns(in *inode, runs []wbRun, size uint64) error {
-	maxRun := uint64(min(s.maxExtentBlocks(), len(zeroExtentBytes)/blockSize))
+	maxRun := uint64(min(s.maxExtentBlocks(), len(zeroExtentBytes())/blockSize))
 	var blocks []uint64
 	flush := func(last bool) error {
 		if len(blocks) == 0 {
@@ -270,7 +271,7 @@ func (s *Store) writeZeroRuns(in *inode, runs []wbRun, size uint64) error {
 					engine.PutCsum(sums, int(j), zeroBlockCsum)
 				}
 				exts[i] = newExtent{off: r.first * blockSize, length: r.count * blockSize,
-					buf: zeroExtentBytes[:r.count*blockSize], sums: sums}
+					buf: zeroExtentBytes()[:r.count*blockSize], sums: sums}
 			}
 			b.last = b.last && last
 			writes := 0
