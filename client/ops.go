@@ -50,6 +50,13 @@ func (c *Client) Rename(ctx context.Context, srcDir uint64, srcName string, dstD
 	return c.doEmpty(ctx, &proto.Rename{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName})
 }
 
+// Rename2 is Rename with renameat2's flags: proto.RenameNoReplace fails
+// with EEXIST if dstName exists, proto.RenameExchange swaps two existing
+// names (ENOENT if either is missing); both, or another flag, are EINVAL.
+func (c *Client) Rename2(ctx context.Context, srcDir uint64, srcName string, dstDir uint64, dstName string, flags uint32) error {
+	return c.doEmpty(ctx, &proto.Rename2{Rename: proto.Rename{SrcDir: srcDir, SrcName: srcName, DstDir: dstDir, DstName: dstName}, Flags: flags})
+}
+
 // ReadDir lists up to n entries of directory dir after cookie (0: from the
 // start), in creation order; n is at least 1 and at most
 // proto.ReadDirEntriesMax (more is cut to it). Fewer than n means the end;
@@ -80,6 +87,14 @@ func (c *Client) SetAttr(ctx context.Context, ino uint64, a proto.SetAttr) (prot
 func (c *Client) Truncate(ctx context.Context, ino, size uint64) error {
 	_, err := c.SetAttr(ctx, ino, proto.SetAttr{Mask: proto.SetSize, Size: size})
 	return err
+}
+
+// Fallocate allocates or frees file ino's blocks in [off, off+length), as
+// fallocate(2): mode 0 allocates and grows the file, proto.FallocKeepSize
+// allocates without growing it, proto.FallocPunchHole|proto.FallocKeepSize
+// frees; any other mode is EOPNOTSUPP. It returns the file's attributes.
+func (c *Client) Fallocate(ctx context.Context, ino uint64, mode uint32, off, length uint64) (proto.Attr, error) {
+	return c.doAttr(ctx, &proto.Fallocate{Ino: ino, Mode: mode, Off: off, Len: length})
 }
 
 // StatFS returns the store's space.

@@ -16,11 +16,12 @@
 //
 // Files, by concept: mount.go (New, Unmount, the mount point's checks),
 // fs.go (the connections, attributes), node.go (the namespace: lookup,
-// getattr, setattr, mkdir, create, unlink, rmdir, rename, link, statfs),
-// node_symlink.go (symlink, readlink: the kernel follows links, the store
-// does not), node_io.go (open, read, write, fsync, flush, release),
-// dir_handle.go (readdir), open_files.go (the server handles of open
-// files), unsupported.go (what the store lacks, and the errno each gets),
+// getattr, setattr, mkdir, create, unlink, rmdir, rename and renameat2,
+// link, statfs), node_symlink.go (symlink, readlink: the kernel follows
+// links, the store does not), node_io.go (open, read, write, fsync,
+// fallocate, flush, release), dir_handle.go (readdir), open_files.go (the
+// server handles of open files), unsupported.go (what the store lacks, and
+// the errno each gets),
 // errors.go, limits.go.
 //
 // # Kernel caching

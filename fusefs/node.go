@@ -183,13 +183,16 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return errnoOf(n.fsys.conn().Rmdir(ctx, n.ino(), name))
 }
 
-// Rename is rename(2). renameat2's flags (RENAME_NOREPLACE,
-// RENAME_EXCHANGE, RENAME_WHITEOUT) need the store to check and swap
-// atomically, which it cannot yet: EINVAL, as a Linux filesystem without
-// them answers.
+// Rename is rename(2) and renameat2(2). RENAME_NOREPLACE and
+// RENAME_EXCHANGE go to the store's rename2, which decides them under its
+// locks (the kernel's own check of NOREPLACE sees only its cache); any
+// other flag is the store's EINVAL, as a Linux filesystem without it
+// answers. Neither drops the inode the new name named, so only a plain
+// rename keeps it aside.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	dst := newParent.EmbeddedInode().StableAttr().Ino
 	if flags != 0 {
-		return syscall.EINVAL
+		return errnoOf(n.fsys.conn().Rename2(ctx, n.ino(), name, dst, newName, flags))
 	}
 	// The file renamed over, if the kernel knows it, is held until the
 	// kernel forgets it (open_files.go, pin).
@@ -197,7 +200,6 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if child := newParent.EmbeddedInode().GetChild(newName); child != nil && !child.IsDir() {
 		done = n.fsys.open.pin(ctx, child.StableAttr().Ino)
 	}
-	dst := newParent.EmbeddedInode().StableAttr().Ino
 	err := n.fsys.conn().Rename(ctx, n.ino(), name, dst, newName)
 	done(err == nil)
 	return errnoOf(err)

@@ -21,12 +21,13 @@ const fsyncDatasync = 1 << 0
 type fileHandle struct{ ino uint64 }
 
 var (
-	_ fs.NodeOpener   = (*node)(nil)
-	_ fs.NodeReader   = (*node)(nil)
-	_ fs.NodeWriter   = (*node)(nil)
-	_ fs.NodeFsyncer  = (*node)(nil)
-	_ fs.NodeFlusher  = (*node)(nil)
-	_ fs.NodeReleaser = (*node)(nil)
+	_ fs.NodeOpener    = (*node)(nil)
+	_ fs.NodeReader    = (*node)(nil)
+	_ fs.NodeWriter    = (*node)(nil)
+	_ fs.NodeFsyncer   = (*node)(nil)
+	_ fs.NodeFlusher   = (*node)(nil)
+	_ fs.NodeReleaser  = (*node)(nil)
+	_ fs.NodeAllocater = (*node)(nil)
 )
 
 // openFlags are the FOPEN_ flags of every open: FOPEN_KEEP_CACHE when the
@@ -73,6 +74,17 @@ func (n *node) Write(ctx context.Context, _ fs.FileHandle, data []byte, off int6
 // (a new file's name too) with its log tree, without a full commit.
 func (n *node) Fsync(ctx context.Context, _ fs.FileHandle, flags uint32) syscall.Errno {
 	return errnoOfIno(n.fsys.conn().Fsync(ctx, n.ino(), flags&fsyncDatasync != 0))
+}
+
+// Allocate is fallocate(2): the store allocates (mode 0, KEEP_SIZE) or
+// punches (PUNCH_HOLE|KEEP_SIZE), and answers EOPNOTSUPP for the other
+// modes, as a Linux filesystem without them. The kernel drops its cached
+// pages of a punched range and updates the size it knows itself
+// (fuse_file_fallocate). An offset or length past 2^63 the kernel refuses
+// before it comes here.
+func (n *node) Allocate(ctx context.Context, _ fs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
+	_, err := n.fsys.conn().Fallocate(ctx, n.ino(), mode, off, size)
+	return errnoOfIno(err)
 }
 
 // Flush runs at every close(2). Nothing is buffered here (the kernel

@@ -406,6 +406,90 @@ var scenarios = []struct {
 		r.read("g")
 		r.list("")
 	}},
+	{"renameat2", func(r *transcript) {
+		r.write("f", "eff", os.O_WRONLY|os.O_CREATE)
+		r.write("g", "gee", os.O_WRONLY|os.O_CREATE)
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		r.write("d/x", "ex", os.O_WRONLY|os.O_CREATE)
+		rename2 := func(what, from, to string, flags uint) {
+			r.do(what, unix.Renameat2(unix.AT_FDCWD, r.path(from), unix.AT_FDCWD, r.path(to), flags))
+		}
+		rename2("noreplace f g", "f", "g", unix.RENAME_NOREPLACE)
+		rename2("noreplace f d", "f", "d", unix.RENAME_NOREPLACE)
+		rename2("noreplace f f", "f", "f", unix.RENAME_NOREPLACE)
+		rename2("noreplace missing h", "missing", "h", unix.RENAME_NOREPLACE)
+		rename2("noreplace f h", "f", "h", unix.RENAME_NOREPLACE)
+		r.list("")
+		r.read("h")
+		rename2("exchange h g", "h", "g", unix.RENAME_EXCHANGE)
+		r.read("h")
+		r.read("g")
+		rename2("exchange g d", "g", "d", unix.RENAME_EXCHANGE)
+		r.stat("g")
+		r.stat("d")
+		r.read("g/x")
+		r.read("d")
+		rename2("exchange d/missing g", "d/missing", "g", unix.RENAME_EXCHANGE)
+		rename2("exchange h missing", "h", "missing", unix.RENAME_EXCHANGE)
+		rename2("exchange g g/x (into itself)", "g", "g/x", unix.RENAME_EXCHANGE)
+		rename2("exchange g/x g (into itself)", "g/x", "g", unix.RENAME_EXCHANGE)
+		rename2("exchange|noreplace h d", "h", "d", unix.RENAME_EXCHANGE|unix.RENAME_NOREPLACE)
+		r.do("mkdir e", os.Mkdir(r.path("e"), 0o755))
+		r.write("e/y", "why", os.O_WRONLY|os.O_CREATE)
+		rename2("exchange g/x e (a file and a dir across dirs)", "g/x", "e", unix.RENAME_EXCHANGE)
+		r.stat("g/x")
+		r.read("g/x/y")
+		r.read("e")
+		r.list("g")
+		r.list("")
+		rename2("exchange g/x g (a dir with its parent)", "g/x", "g", unix.RENAME_EXCHANGE)
+	}},
+	{"fallocate", func(r *transcript) {
+		r.write("f", "hello", os.O_WRONLY|os.O_CREATE)
+		fd, err := unix.Open(r.path("f"), unix.O_RDWR, 0)
+		r.do("open f", err)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		falloc := func(what string, mode uint32, off, n int64) {
+			r.do(what, unix.Fallocate(fd, mode, off, n))
+			r.stat("f")
+		}
+		falloc("fallocate 0 100+10000 (grows)", 0, 100, 10000)
+		r.read("f")
+		falloc("fallocate keep-size 0+1M", unix.FALLOC_FL_KEEP_SIZE, 0, 1<<20)
+		falloc("fallocate 0 0+10 (inside)", 0, 0, 10)
+		falloc("punch 1+3", unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 1, 3)
+		falloc("punch 4000+5000", unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4000, 5000)
+		falloc("punch past the end", unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 20000, 10)
+		r.read("f")
+		falloc("punch without keep-size", unix.FALLOC_FL_PUNCH_HOLE, 0, 10)
+		falloc("fallocate length 0", 0, 0, 0)
+		falloc("fallocate negative offset", 0, -1, 10)
+		falloc("fallocate negative length", 0, 0, -10)
+		// Whole blocks of a new file: both count them alike.
+		r.write("b", "", os.O_WRONLY|os.O_CREATE)
+		bfd, err := unix.Open(r.path("b"), unix.O_RDWR, 0)
+		r.do("open b", err)
+		if err != nil {
+			return
+		}
+		defer unix.Close(bfd)
+		blocks := func(what string) {
+			var st unix.Stat_t
+			r.do("fstat b", unix.Fstat(bfd, &st))
+			r.val(what, fmt.Sprintf("size=%d blocks=%d", st.Size, st.Blocks))
+		}
+		r.do("fallocate b 0+64k", unix.Fallocate(bfd, 0, 0, 64<<10))
+		blocks("after fallocate")
+		r.do("punch b 4k+8k", unix.Fallocate(bfd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4<<10, 8<<10))
+		blocks("after punch")
+		r.read("b")
+		_, err = unix.Pwrite(bfd, []byte("data"), 5<<10)
+		r.do("pwrite into the hole", err)
+		r.read("b")
+	}},
 	{"attributes", func(r *transcript) {
 		r.write("f", "abc", os.O_WRONLY|os.O_CREATE)
 		r.do("chmod f 0600", os.Chmod(r.path("f"), 0o600))

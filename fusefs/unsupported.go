@@ -13,10 +13,12 @@ import (
 //
 //	mknod of a device             EPERM       (vfat; node.go's Mknod)
 //	xattrs (get/set/list/remove)  EOPNOTSUPP  (a filesystem without xattrs)
-//	fallocate                     EOPNOTSUPP  (no ->fallocate: glibc's posix_fallocate writes zeros)
-//	renameat2 flags               EINVAL      (node.go's Rename)
+//	renameat2's RENAME_WHITEOUT   EINVAL      (the store's, node.go's Rename)
 //
-// The xattr ops and fallocate answer the kernel ENOSYS: FUSE turns that
+// fallocate (node_io.go's Allocate) and renameat2's RENAME_NOREPLACE and
+// RENAME_EXCHANGE are the store's own.
+//
+// The xattr ops answer the kernel ENOSYS: FUSE turns that
 // into EOPNOTSUPP for the program and stops sending the op (fc->no_getxattr
 // and the like). That matters: the kernel asks for security.capability
 // before every write that could clear it, and a plain EOPNOTSUPP would
@@ -26,7 +28,6 @@ var (
 	_ fs.NodeSetxattrer    = (*node)(nil)
 	_ fs.NodeListxattrer   = (*node)(nil)
 	_ fs.NodeRemovexattrer = (*node)(nil)
-	_ fs.NodeAllocater     = (*node)(nil)
 )
 
 func (n *node) Getxattr(context.Context, string, []byte) (uint32, syscall.Errno) {
@@ -42,7 +43,3 @@ func (n *node) Listxattr(context.Context, []byte) (uint32, syscall.Errno) {
 }
 
 func (n *node) Removexattr(context.Context, string) syscall.Errno { return syscall.ENOSYS }
-
-func (n *node) Allocate(context.Context, fs.FileHandle, uint64, uint64, uint32) syscall.Errno {
-	return syscall.ENOSYS
-}

@@ -71,6 +71,10 @@ func requests() []proto.Request {
 		&proto.Open{Ino: 1<<64 - 1},
 		&proto.Release{Handle: 1},
 		&proto.Release{Handle: 1<<64 - 1},
+		&proto.Fallocate{Ino: 257, Mode: 0, Off: 4096, Len: 1 << 20},
+		&proto.Fallocate{Ino: 257, Mode: proto.FallocPunchHole | proto.FallocKeepSize, Off: 1<<64 - 1, Len: 1<<63 + 5},
+		&proto.Rename2{Rename: proto.Rename{SrcDir: 256, SrcName: "a", DstDir: 300, DstName: long}, Flags: proto.RenameExchange},
+		&proto.Rename2{Rename: proto.Rename{SrcDir: 256, SrcName: long, DstDir: 256, DstName: "b"}, Flags: 1<<32 - 1},
 	}
 }
 

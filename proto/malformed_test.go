@@ -131,6 +131,8 @@ func TestDecodeRequest_Malformed(t *testing.T) {
 		{"name overruns", proto.OpLookup, cat(le64(256), []byte{200}, []byte("short")), "name length 200 overruns the payload (5 bytes left)"},
 		{"name length missing", proto.OpLookup, le64(256), "name length needs 1 bytes"},
 		{"second name overruns", proto.OpRename, cat(le64(1), le64(2), []byte{1, 'a', 2, 'b'}), "destination name length 2 overruns"},
+		{"rename2 flags missing", proto.OpRename2, cat(le64(1), le64(2), []byte{1, 'a', 1, 'b'}, []byte{1, 0}), "flags needs 4 bytes, 2 left"},
+		{"fallocate len missing", proto.OpFallocate, cat(le64(1), le32(0), le64(0)), "len needs 8 bytes, 0 left"},
 		{"path overruns", proto.OpResolve, cat(le16(100), []byte("/a")), "path length 100 overruns"},
 		{"path too long", proto.OpGet, cat(le16(proto.PathLenMax+1), make([]byte, proto.PathLenMax+1)), "more than 4096"},
 		{"path length absurd", proto.OpResolve, le16(0xffff), "more than 4096"},

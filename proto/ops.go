@@ -33,12 +33,13 @@ const (
 	// The POSIX ops the FUSE mount needs, added to version 1: a server
 	// without one answers ENOSYS and the connection goes on, so they need
 	// no protocol version. Reserved, each known once its row below is
-	// filled: 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr,
-	// 27 fallocate, 28 rename2.
-	OpSymlink  Op = 19 // Symlink → Attr
-	OpReadlink Op = 20 // Readlink → ReadlinkReply
-	OpOpen     Op = 25 // Open → OpenReply (a handle of the connection)
-	OpRelease  Op = 26 // Release → Empty
+	// filled: 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr.
+	OpSymlink   Op = 19 // Symlink → Attr
+	OpReadlink  Op = 20 // Readlink → ReadlinkReply
+	OpOpen      Op = 25 // Open → OpenReply (a handle of the connection)
+	OpRelease   Op = 26 // Release → Empty
+	OpFallocate Op = 27 // Fallocate → Attr
+	OpRename2   Op = 28 // Rename2 → Empty
 
 	opCount = 29
 )
@@ -83,10 +84,12 @@ var ops = [opCount]struct {
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
 
-	OpSymlink:  {"symlink", replyAttr},
-	OpReadlink: {"readlink", replyReadlink},
-	OpOpen:     {"open", replyOpen},
-	OpRelease:  {"release", replyEmpty},
+	OpSymlink:   {"symlink", replyAttr},
+	OpReadlink:  {"readlink", replyReadlink},
+	OpOpen:      {"open", replyOpen},
+	OpRelease:   {"release", replyEmpty},
+	OpFallocate: {"fallocate", replyAttr},
+	OpRename2:   {"rename2", replyEmpty},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -148,6 +151,10 @@ func newRequest(op Op) Request {
 		return new(Open)
 	case OpRelease:
 		return new(Release)
+	case OpFallocate:
+		return new(Fallocate)
+	case OpRename2:
+		return new(Rename2)
 	}
 	return nil
 }

@@ -64,6 +64,33 @@ func (r *Read) appendPayload(b []byte) []byte {
 	return appendU32(appendU64(appendU64(b, r.Ino), r.Off), r.Len)
 }
 
+// Fallocate allocates or frees file Ino's blocks in [Off, Off+Len), as
+// fallocate(2) with Mode's FALLOC_FL_* flags: 0, FallocKeepSize, or
+// FallocPunchHole|FallocKeepSize; the server answers EOPNOTSUPP for any
+// other mode, EINVAL for Len 0 or a range past 2^63. Payload: ino u64,
+// mode u32, offset u64, len u64.
+type Fallocate struct {
+	Ino  uint64
+	Mode uint32
+	Off  uint64
+	Len  uint64
+}
+
+// fallocate's modes, Linux's FALLOC_FL_* values.
+const (
+	FallocKeepSize  = 0x01
+	FallocPunchHole = 0x02
+)
+
+func (*Fallocate) Op() Op          { return OpFallocate }
+func (*Fallocate) Validate() error { return nil }
+func (r *Fallocate) decode(d *decoder) {
+	r.Ino, r.Mode, r.Off, r.Len = d.u64("ino"), d.u32("mode"), d.u64("offset"), d.u64("len")
+}
+func (r *Fallocate) appendPayload(b []byte) []byte {
+	return appendU64(appendU64(appendU32(appendU64(b, r.Ino), r.Mode), r.Off), r.Len)
+}
+
 // Fsync makes inode Ino durable: its data and metadata, or with Datasync
 // its data and what is needed to read it back. Payload: ino u64, datasync
 // bool.

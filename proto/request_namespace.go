@@ -135,6 +135,36 @@ func (r *Rename) appendPayload(b []byte) []byte {
 	return appendName(appendName(b, r.SrcName), r.DstName)
 }
 
+// Rename2 is Rename with renameat2's flags: RenameNoReplace (EEXIST if
+// DstName exists) or RenameExchange (the two existing names swap their
+// inodes); the server answers EINVAL for both or any other. Payload: as
+// Rename's, then flags u32.
+type Rename2 struct {
+	Rename
+	Flags uint32
+}
+
+// renameat2's flags, Linux's RENAME_* values.
+const (
+	RenameNoReplace = 1 << 0
+	RenameExchange  = 1 << 1
+)
+
+func (*Rename2) Op() Op { return OpRename2 }
+func (r *Rename2) Validate() error {
+	if err := checkName(OpRename2, "source name", r.SrcName); err != nil {
+		return err
+	}
+	return checkName(OpRename2, "destination name", r.DstName)
+}
+func (r *Rename2) decode(d *decoder) {
+	r.Rename.decode(d)
+	r.Flags = d.u32("flags")
+}
+func (r *Rename2) appendPayload(b []byte) []byte {
+	return appendU32(r.Rename.appendPayload(b), r.Flags)
+}
+
 // ReadDir lists up to Max entries of directory Dir after Cookie (0: from
 // the start). Fewer than Max entries in the reply means the end. Payload:
 // dir u64, cookie u64, max u32 (1–ReadDirEntriesMax).

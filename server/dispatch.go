@@ -175,6 +175,12 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 		return emptyOr(st.Rmdir(store.Ino(r.Dir), r.Name))
 	case *proto.Rename:
 		return emptyOr(st.Rename(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName))
+	case *proto.Rename2:
+		return emptyOr(st.Rename2(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, r.Flags))
+	case *proto.Fallocate:
+		// Offsets past 2^63 arrive negative: the store's EINVAL, as
+		// fallocate(2)'s for a negative loff_t.
+		return attrReply(st.Fallocate(store.Ino(r.Ino), r.Mode, int64(r.Off), int64(r.Len)))
 	case *proto.ReadDir:
 		return readDir(st, r)
 	case *proto.Stat:
@@ -233,6 +239,13 @@ func emptyOr(err error) (proto.Reply, *[]byte, error) {
 	}
 	return emptyReply, nil, nil
 }
+
+// The flag and mode values pass from the protocol to the store as they
+// are: the same Linux values on both sides (an index out of range if not).
+var (
+	_ = [1]struct{}{}[proto.RenameNoReplace^store.RenameNoReplace|proto.RenameExchange^store.RenameExchange]
+	_ = [1]struct{}{}[proto.FallocKeepSize^store.FallocKeepSize|proto.FallocPunchHole^store.FallocPunchHole]
+)
 
 func attrOf(a store.Attr) proto.Attr {
 	return proto.Attr{

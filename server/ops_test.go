@@ -184,6 +184,33 @@ func TestServer_Ops_EndToEnd(t *testing.T) {
 		t.Fatalf("large read: %d %v", n, err)
 	}
 
+	// rename2: no-replace to a free name, exchange of a file and a
+	// directory; fallocate: grow, punch
+	must(c.Rename2(ctx, client.RootIno, "big", client.RootIno, "big2", proto.RenameNoReplace))
+	xd, err := c.Mkdir(ctx, client.RootIno, "xd", 0o755)
+	must(err)
+	must(c.Rename2(ctx, client.RootIno, "big2", client.RootIno, "xd", proto.RenameExchange))
+	if a, err := c.Lookup(ctx, client.RootIno, "xd"); err != nil || a.Ino != big.Ino {
+		t.Fatalf("after the exchange, xd: %+v %v", a, err)
+	}
+	if a, err := c.Lookup(ctx, client.RootIno, "big2"); err != nil || a.Ino != xd.Ino {
+		t.Fatalf("after the exchange, big2: %+v %v", a, err)
+	}
+	fa, err := c.Fallocate(ctx, big.Ino, 0, 0, 8<<20)
+	must(err)
+	if fa.Size != 8<<20 || fa.Blocks != 8<<20 {
+		t.Fatalf("fallocate: size %d blocks %d", fa.Size, fa.Blocks)
+	}
+	fa, err = c.Fallocate(ctx, big.Ino, proto.FallocPunchHole|proto.FallocKeepSize, 4096, 1<<20)
+	must(err)
+	if fa.Size != 8<<20 || fa.Blocks != 7<<20 {
+		t.Fatalf("punch: size %d blocks %d", fa.Size, fa.Blocks)
+	}
+	n, err = c.Read(ctx, big.Ino, 4096, back[:1<<20])
+	if err != nil || n != 1<<20 || !bytes.Equal(back[:n], make([]byte, 1<<20)) {
+		t.Fatalf("read of the punched range: %d %v", n, err)
+	}
+
 	// streams
 	w, err := c.OpenWriter(ctx, "/streamed", false)
 	must(err)
@@ -281,6 +308,18 @@ func TestServer_Errors_Statuses(t *testing.T) {
 		{"read a deleted file", func() error { _, err := c.Read(ctx, gone.Ino, 0, buf); return err }, syscall.ENOENT},
 		{"setattr a deleted file", func() error { return c.Truncate(ctx, gone.Ino, 0) }, syscall.ENOENT},
 		{"link a deleted file", func() error { _, err := c.Link(ctx, gone.Ino, client.RootIno, "back"); return err }, syscall.ENOENT},
+		{"rename2 noreplace over a file", func() error { return c.Rename2(ctx, client.RootIno, "d", client.RootIno, "f", proto.RenameNoReplace) }, syscall.EEXIST},
+		{"rename2 exchange with nothing", func() error { return c.Rename2(ctx, client.RootIno, "f", client.RootIno, "nope", proto.RenameExchange) }, syscall.ENOENT},
+		{"rename2 both flags", func() error {
+			return c.Rename2(ctx, client.RootIno, "f", client.RootIno, "d", proto.RenameExchange|proto.RenameNoReplace)
+		}, syscall.EINVAL},
+		{"rename2 exchange a dir into itself", func() error { return c.Rename2(ctx, client.RootIno, "d", d.Ino, "child", proto.RenameExchange) }, syscall.EINVAL},
+		{"fallocate a directory", func() error { _, err := c.Fallocate(ctx, d.Ino, 0, 0, 10); return err }, syscall.EISDIR},
+		{"fallocate punch without keep-size", func() error { _, err := c.Fallocate(ctx, f.Ino, proto.FallocPunchHole, 0, 10); return err }, syscall.EOPNOTSUPP},
+		{"fallocate zero length", func() error { _, err := c.Fallocate(ctx, f.Ino, 0, 0, 0); return err }, syscall.EINVAL},
+		{"fallocate a negative offset", func() error { _, err := c.Fallocate(ctx, f.Ino, 0, 1<<63, 10); return err }, syscall.EINVAL},
+		{"fallocate past the largest file", func() error { _, err := c.Fallocate(ctx, f.Ino, 0, store.MaxFileSize, 10); return err }, syscall.EFBIG},
+		{"fallocate a deleted file", func() error { _, err := c.Fallocate(ctx, gone.Ino, 0, 0, 10); return err }, syscall.ENOENT},
 		{"stat a never-used inode", func() error { _, err := c.Stat(ctx, 1<<40); return err }, syscall.ENOENT},
 	} {
 		err := tc.call()

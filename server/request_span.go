@@ -33,6 +33,10 @@ func setRequestAttrs(span trace.Span, req proto.Request) {
 		span.SetAttributes(trace.Dir(r.Dir), trace.Name(r.Name))
 	case *proto.Rename:
 		span.SetAttributes(trace.Dir(r.SrcDir), trace.Name(r.SrcName), trace.NewDir(r.DstDir), trace.NewName(r.DstName))
+	case *proto.Rename2:
+		span.SetAttributes(trace.Dir(r.SrcDir), trace.Name(r.SrcName), trace.NewDir(r.DstDir), trace.NewName(r.DstName))
+	case *proto.Fallocate:
+		span.SetAttributes(trace.Ino(r.Ino), trace.Offset(r.Off), trace.Bytes(int64(r.Len)))
 	case *proto.ReadDir:
 		span.SetAttributes(trace.Dir(r.Dir))
 	case *proto.Stat:

@@ -59,9 +59,11 @@ func cpNewName(i int) string       { return fmt.Sprintf("n%02d", i) }
 type cpOpKind uint8
 
 const (
-	cpWrite    cpOpKind = iota // at off, n bytes (off may be past the end: a hole)
-	cpAppend                   // n bytes at the end
-	cpTruncate                 // to n
+	cpWrite     cpOpKind = iota // at off, n bytes (off may be past the end: a hole)
+	cpAppend                    // n bytes at the end
+	cpTruncate                  // to n
+	cpFallocate                 // mode 0 over off+n: holes allocated, the file grown
+	cpPunch                     // PUNCH_HOLE|KEEP_SIZE over off+n
 )
 
 type cpSync uint8
@@ -88,6 +90,10 @@ func (s cpStep) String() string {
 		b = fmt.Sprintf("append %d", s.n)
 	case cpTruncate:
 		b = fmt.Sprintf("truncate %d", s.n)
+	case cpFallocate:
+		b = fmt.Sprintf("fallocate %d+%d", s.off, s.n)
+	case cpPunch:
+		b = fmt.Sprintf("punch %d+%d", s.off, s.n)
 	}
 	switch s.sync {
 	case cpFsync:
@@ -154,13 +160,18 @@ func cpRandom(rng *rand.Rand, nw int) cpWorkload {
 		}
 		for range 1 + rng.IntN(3) {
 			var st cpStep
-			switch r := rng.IntN(10); {
+			switch r := rng.IntN(12); {
 			case r < 4: // a write somewhere in or just past the file
 				st = cpStep{kind: cpWrite, off: rng.IntN(size + 8192), n: 1 + rng.IntN(9000)}
 				size = max(size, st.off+st.n)
 			case r < 7:
 				st = cpStep{kind: cpAppend, n: 1 + rng.IntN(9000)}
 				size += st.n
+			case r == 10:
+				st = cpStep{kind: cpFallocate, off: rng.IntN(size + 8192), n: 1 + rng.IntN(20000)}
+				size = max(size, st.off+st.n)
+			case r == 11:
+				st = cpStep{kind: cpPunch, off: rng.IntN(size + 1), n: 1 + rng.IntN(20000)}
 			default:
 				st = cpStep{kind: cpTruncate, n: rng.IntN(2*size + 5000)}
 				size = st.n
@@ -328,6 +339,16 @@ func cpRunWorkload(base *memdev.Device, dir Ino, committed [][]byte, w cpWorkloa
 					next = make([]byte, st.n)
 					copy(next, cur)
 					err = s.Truncate(rec.ino, uint64(st.n))
+				case cpFallocate:
+					next = make([]byte, max(len(cur), st.off+st.n))
+					copy(next, cur)
+					_, err = s.Fallocate(rec.ino, 0, int64(st.off), int64(st.n))
+				case cpPunch:
+					next = slices.Clone(cur)
+					if st.off < len(next) {
+						clear(next[st.off:min(st.off+st.n, len(next))])
+					}
+					_, err = s.Fallocate(rec.ino, FallocPunchHole|FallocKeepSize, int64(st.off), int64(st.n))
 				}
 				if err != nil {
 					fail(fmt.Errorf("worker %d step %d (%v): %w", i, j, st, err))

@@ -132,6 +132,23 @@ var crashOps = []crashOp{
 	{kind: opRename, a: "/s", b: "/D/C"},
 	{kind: opLink, a: "/s", b: "/E/s2"},
 	{kind: opUnlink, a: "/s"},
+	// renameat2's flags: to a free name (and refused over a taken one,
+	// which the generator skips); exchanges of two files, of a file and a
+	// directory, across directories.
+	{kind: opRenameNoReplace, a: "/A", b: "/E/A"},
+	{kind: opRenameNoReplace, a: "/D", b: "/E/D"},
+	{kind: opExchange, a: "/A", b: "/B"},
+	{kind: opExchange, a: "/A", b: "/D"},
+	{kind: opExchange, a: "/D/C", b: "/E"},
+	// fallocate: grow with zero blocks past a partial last block, an
+	// inline file to extents, inside the file (holes filled, nothing
+	// visible); punch two partial edges and a whole block, and a whole
+	// file's blocks.
+	{kind: opFallocate, a: "/A", off: 8000, n: 20000},
+	{kind: opFallocate, a: "/B", off: 0, n: 9000},
+	{kind: opFallocate, a: "/D/C", off: 0, n: 4096},
+	{kind: opPunch, a: "/A", off: 100, n: 8192},
+	{kind: opPunch, a: "/D/C", off: 0, n: 8192},
 }
 
 // crashOrphanWorkloads run in every mode: files unlinked or renamed over
@@ -332,13 +349,17 @@ const (
 	opRelease   // release the hold labelled a
 	opWriteHeld // a write to the file held as a, named or not
 	opSymlink
+	opRenameNoReplace
+	opExchange
+	opFallocate // mode 0: allocate, growing the file
+	opPunch     // PUNCH_HOLE|KEEP_SIZE
 )
 
 type crashOp struct {
 	kind crashOpKind
 	a, b string // opSymlink: the link, its target
-	off  int    // opWrite: offset, -1 to append
-	n    int    // opWrite: length; opTruncate: the size
+	off  int    // opWrite: offset, -1 to append; opFallocate, opPunch: offset
+	n    int    // opWrite, opFallocate, opPunch: length; opTruncate: the size
 }
 
 func (o crashOp) String() string {
@@ -370,6 +391,14 @@ func (o crashOp) String() string {
 		return fmt.Sprintf("write-held %s +%d", o.a, o.n)
 	case opSymlink:
 		return fmt.Sprintf("symlink %s (%d bytes)", o.a, len(o.b))
+	case opRenameNoReplace:
+		return "rename-noreplace " + o.a + " " + o.b
+	case opExchange:
+		return "exchange " + o.a + " " + o.b
+	case opFallocate:
+		return fmt.Sprintf("fallocate %s %d+%d", o.a, o.off, o.n)
+	case opPunch:
+		return fmt.Sprintf("punch %s %d+%d", o.a, o.off, o.n)
 	}
 	return "?"
 }
@@ -409,7 +438,7 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 		if r.dir, r.name, ok = m.parentDir(op.a); !ok || m.entry(r.dir, r.name) != 0 {
 			return r, errCrashInvalid
 		}
-	case opWrite, opTruncate, opWriteHeld:
+	case opWrite, opTruncate, opWriteHeld, opFallocate, opPunch:
 		if op.kind == opWriteHeld {
 			if r.ino, ok = m.held(op.a); !ok {
 				return r, errCrashInvalid
@@ -419,7 +448,8 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 		} else {
 			r.ino, _ = m.lookup(op.a)
 		}
-		if op.kind != opTruncate {
+		r.off = op.off
+		if op.kind == opWrite || op.kind == opWriteHeld {
 			r.off = op.off
 			if r.off < 0 {
 				r.off = len(m[r.ino].data)
@@ -454,6 +484,29 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 		if op.kind == opRmdir && len(m[m.entry(r.dir, r.name)].ents) != 0 {
 			return r, errCrashInvalid
 		}
+	case opRenameNoReplace:
+		src, ok := m.lookup(op.a)
+		if !ok || src == RootIno {
+			return r, errCrashInvalid
+		}
+		r.dir, r.name, _ = m.parentDir(op.a)
+		if r.dir2, r.nam2, ok = m.parentDir(op.b); !ok || m.entry(r.dir2, r.nam2) != 0 {
+			return r, errCrashInvalid
+		}
+		if m[src].dir && strings.HasPrefix(op.b+"/", op.a+"/") {
+			return r, errCrashInvalid
+		}
+	case opExchange:
+		src, ok := m.lookup(op.a)
+		dst, ok2 := m.lookup(op.b)
+		if !ok || !ok2 || src == RootIno || dst == RootIno || src == dst {
+			return r, errCrashInvalid
+		}
+		if m[src].dir && strings.HasPrefix(op.b+"/", op.a+"/") || m[dst].dir && strings.HasPrefix(op.a+"/", op.b+"/") {
+			return r, errCrashInvalid
+		}
+		r.dir, r.name, _ = m.parentDir(op.a)
+		r.dir2, r.nam2, _ = m.parentDir(op.b)
 	case opRename:
 		src, ok := m.lookup(op.a)
 		if !ok || src == RootIno {
@@ -513,6 +566,25 @@ func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
 		d := make([]byte, op.n)
 		copy(d, f.data)
 		f.data = d
+	case opFallocate:
+		f := m[r.ino]
+		d := make([]byte, max(len(f.data), op.off+op.n))
+		copy(d, f.data)
+		f.data = d
+	case opPunch:
+		f := m[r.ino]
+		d := slices.Clone(f.data)
+		if op.off < len(d) {
+			clear(d[op.off:min(op.off+op.n, len(d))])
+		}
+		f.data = d
+	case opRenameNoReplace:
+		src := m[r.dir].ents[r.name]
+		delete(m[r.dir].ents, r.name)
+		m[r.dir2].ents[r.nam2] = src
+	case opExchange:
+		src, dst := m[r.dir].ents[r.name], m[r.dir2].ents[r.nam2]
+		m[r.dir].ents[r.name], m[r.dir2].ents[r.nam2] = dst, src
 	case opLink:
 		m[r.dir2].ents[r.nam2] = r.ino
 	case opUnlink, opRmdir:
@@ -548,7 +620,7 @@ func (op crashOp) targets(m crashModel) (files, dirs []string) {
 		return []string{op.a}, []string{parent(op.a)}
 	case opMkdir:
 		return nil, []string{op.a, parent(op.a)}
-	case opWrite, opTruncate:
+	case opWrite, opTruncate, opFallocate, opPunch:
 		return []string{op.a}, nil
 	case opOpen, opRelease, opWriteHeld:
 		// Nothing a named persistence point reaches (crashPPs offers an
@@ -558,7 +630,17 @@ func (op crashOp) targets(m crashModel) (files, dirs []string) {
 		return []string{op.b}, []string{parent(op.b)}
 	case opUnlink, opRmdir:
 		return nil, []string{parent(op.a)}
-	case opRename:
+	case opExchange:
+		dirs = []string{parent(op.a), parent(op.b)}
+		for _, p := range []string{op.a, op.b} {
+			if m.isDir(p) {
+				dirs = append(dirs, p)
+			} else {
+				files = append(files, p)
+			}
+		}
+		return files, dirs
+	case opRename, opRenameNoReplace:
 		dirs = []string{parent(op.a), parent(op.b)}
 		if m.isDir(op.b) {
 			dirs = append(dirs, op.b)
@@ -774,6 +856,14 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 		err = s.Rmdir(r.dir, r.name)
 	case opRename:
 		err = s.Rename(r.dir, r.name, r.dir2, r.nam2)
+	case opRenameNoReplace:
+		err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameNoReplace)
+	case opExchange:
+		err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameExchange)
+	case opFallocate:
+		_, err = s.Fallocate(r.ino, 0, int64(op.off), int64(op.n))
+	case opPunch:
+		_, err = s.Fallocate(r.ino, FallocPunchHole|FallocKeepSize, int64(op.off), int64(op.n))
 	}
 	if err != nil {
 		return fmt.Errorf("%v: %w", op, err)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -580,6 +581,149 @@ func (r *modelRun) opRename() {
 	r.m.addEntry(dd, dn, se.ino)
 }
 
+// opRename2 is renameat2 with RENAME_NOREPLACE or RENAME_EXCHANGE (and
+// now and then both, or RENAME_WHITEOUT: EINVAL), errno for errno in
+// Linux's order.
+func (r *modelRun) opRename2() {
+	sd, dd := r.pick(true), r.pick(true)
+	sn, dn := r.name(), r.name()
+	for _, side := range []struct {
+		dir  Ino
+		name *string
+	}{{sd, &sn}, {dd, &dn}} {
+		if n := r.m.nodes[side.dir]; n != nil && n.dir && len(n.entries) > 0 && r.rng.IntN(4) > 0 {
+			names := slices.Sorted(maps.Keys(n.entries))
+			*side.name = names[r.rng.IntN(len(names))]
+		}
+	}
+	var flags uint32
+	switch k := r.rng.IntN(100); {
+	case k < 40:
+		flags = RenameNoReplace
+	case k < 90:
+		flags = RenameExchange
+	case k < 95:
+		flags = RenameNoReplace | RenameExchange
+	default:
+		flags = 4 // RENAME_WHITEOUT
+	}
+	want := syscall.Errno(0)
+	if flags != RenameNoReplace && flags != RenameExchange {
+		want = syscall.EINVAL
+	}
+	for _, e := range []func() syscall.Errno{
+		func() syscall.Errno { return r.m.nameErr(sn) }, func() syscall.Errno { return r.m.nameErr(dn) },
+		func() syscall.Errno { return r.m.dirErr(sd) }, func() syscall.Errno { return r.m.dirErr(dd) },
+	} {
+		if want == 0 {
+			want = e()
+		}
+	}
+	var se, de modelEnt
+	exists, noop := false, false
+	if want == 0 {
+		var ok bool
+		if se, ok = r.m.nodes[sd].entries[sn]; !ok {
+			want = syscall.ENOENT
+		}
+		de, exists = r.m.nodes[dd].entries[dn]
+	}
+	if want == 0 {
+		src := r.m.nodes[se.ino]
+		switch {
+		case flags == RenameNoReplace && exists:
+			want = syscall.EEXIST
+		case flags == RenameNoReplace && src.dir && r.m.under(dd, se.ino):
+			want = syscall.EINVAL
+		case flags == RenameExchange && !exists:
+			want = syscall.ENOENT
+		case flags == RenameExchange && de.ino == se.ino:
+			noop = true
+		case flags == RenameExchange && src.dir && r.m.under(dd, se.ino):
+			want = syscall.EINVAL
+		case flags == RenameExchange && r.m.nodes[de.ino].dir && r.m.under(sd, de.ino):
+			want = syscall.EINVAL
+		}
+	}
+	what := fmt.Sprintf("rename2(%d, %.12q, %d, %.12q, %#x)", sd, sn, dd, dn, flags)
+	err := r.s.Rename2(sd, sn, dd, dn, flags)
+	r.logf("%s = %v", what, err)
+	r.check(what, err, want)
+	if err != nil || noop {
+		return
+	}
+	delete(r.m.nodes[sd].entries, sn)
+	if flags == RenameExchange {
+		delete(r.m.nodes[dd].entries, dn)
+	}
+	r.m.addEntry(dd, dn, se.ino)
+	if flags == RenameExchange {
+		r.m.addEntry(sd, sn, de.ino)
+	}
+}
+
+// opFallocate allocates (mode 0, growing the file; KEEP_SIZE) or punches
+// a hole (PUNCH_HOLE|KEEP_SIZE), and now and then asks for a mode the
+// store lacks (EOPNOTSUPP).
+func (r *modelRun) opFallocate() {
+	ino := r.pick(false)
+	n := r.m.nodes[ino]
+	size := 0
+	if n != nil && !n.dir {
+		size = len(n.data)
+	}
+	var mode uint32
+	switch k := r.rng.IntN(100); {
+	case k < 45:
+	case k < 65:
+		mode = FallocKeepSize
+	case k < 95:
+		mode = FallocPunchHole | FallocKeepSize
+	default:
+		mode = FallocPunchHole
+	}
+	off := r.rng.IntN(size + 8192)
+	ln := 1 + r.rng.IntN(64<<10)
+	if r.rng.IntN(4) == 0 {
+		off, ln = off/blockSize*blockSize, (1+r.rng.IntN(16))*blockSize
+	}
+	if off+ln > r.maxFile {
+		off = max(0, r.maxFile-ln)
+	}
+	want := syscall.Errno(0)
+	switch {
+	case mode == FallocPunchHole:
+		want = syscall.EOPNOTSUPP
+	case n == nil:
+		want = syscall.ENOENT
+	case n.dir:
+		want = syscall.EISDIR
+	case n.link:
+		want = syscall.EINVAL // as a write to one
+	}
+	what := fmt.Sprintf("fallocate(%d, %#x, off %d, len %d)", ino, mode, off, ln)
+	a, err := r.s.Fallocate(ino, mode, int64(off), int64(ln))
+	r.logf("%s = %v", what, err)
+	r.check(what, err, want)
+	if err != nil {
+		return
+	}
+	switch mode {
+	case 0:
+		if off+ln > len(n.data) {
+			n.data = append(n.data, make([]byte, off+ln-len(n.data))...)
+		}
+	case FallocPunchHole | FallocKeepSize:
+		if off < len(n.data) {
+			clear(n.data[off:min(off+ln, len(n.data))])
+		}
+	}
+	if a.Size != uint64(len(n.data)) {
+		r.fatalf("%s: size %d, want %d", what, a.Size, len(n.data))
+	}
+	r.changed[ino] = true
+}
+
 func (r *modelRun) opWrite() {
 	ino := r.pick(false)
 	n := r.m.nodes[ino]
@@ -1071,6 +1215,8 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 		{8, func() { r.opRemove(false) }},
 		{4, func() { r.opRemove(true) }},
 		{10, r.opRename},
+		{4, r.opRename2},
+		{4, r.opFallocate},
 		{4, r.opReadDir},
 		{10, r.opRead},
 		{5, r.opLookup},

@@ -8,6 +8,12 @@ import (
 	"ustore/engine"
 )
 
+// renameat2's flags, Linux's RENAME_* values.
+const (
+	RenameNoReplace = 0x1 // RENAME_NOREPLACE: EEXIST if the new name exists
+	RenameExchange  = 0x2 // RENAME_EXCHANGE: swap two existing names
+)
+
 // Rename moves srcName in srcDir to dstName in dstDir, atomically: one
 // transaction removes the old name, removes and drops whatever dstName
 // named (a file; or an empty directory, when the source is one), and adds
@@ -20,10 +26,22 @@ import (
 // held no directory changes parent, so the walk up from dstDir that looks
 // for a cycle sees a stable tree.
 func (s *Store) Rename(srcDir Ino, srcName string, dstDir Ino, dstName string) error {
-	return opErr("rename", srcName, s.rename(srcDir, srcName, dstDir, dstName))
+	return opErr("rename", srcName, s.rename(srcDir, srcName, dstDir, dstName, 0))
 }
 
-func (s *Store) rename(srcDir Ino, srcName string, dstDir Ino, dstName string) error {
+// Rename2 is Rename with renameat2's flags: RenameNoReplace fails with
+// EEXIST if dstName exists, decided under the rename's locks;
+// RenameExchange swaps two existing names (ENOENT if either is missing),
+// whatever their types, in one transaction (exchange.go). Both flags
+// together, or any other, are EINVAL, as Linux answers.
+func (s *Store) Rename2(srcDir Ino, srcName string, dstDir Ino, dstName string, flags uint32) error {
+	return opErr("rename", srcName, s.rename(srcDir, srcName, dstDir, dstName, flags))
+}
+
+func (s *Store) rename(srcDir Ino, srcName string, dstDir Ino, dstName string, flags uint32) error {
+	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+		return syscall.EINVAL
+	}
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -36,8 +54,10 @@ func (s *Store) rename(srcDir Ino, srcName string, dstDir Ino, dstName string) e
 	if err := s.makeRoom(); err != nil {
 		return err
 	}
-	if err := s.writeBackReplacing(srcDir, srcName, dstDir, dstName); err != nil {
-		return err
+	if flags == 0 {
+		if err := s.writeBackReplacing(srcDir, srcName, dstDir, dstName); err != nil {
+			return err
+		}
 	}
 	s.renameMu.Lock()
 	defer s.renameMu.Unlock()
@@ -52,7 +72,12 @@ func (s *Store) rename(srcDir Ino, srcName string, dstDir Ino, dstName string) e
 	}
 	defer s.itab.put(dd)
 	for {
-		done, err := s.renameOnce(sd, srcName, dd, dstName)
+		var done bool
+		if flags == RenameExchange {
+			done, err = s.exchangeOnce(sd, srcName, dd, dstName)
+		} else {
+			done, err = s.renameOnce(sd, srcName, dd, dstName, flags == RenameNoReplace)
+		}
 		if done {
 			return err
 		}
@@ -64,12 +89,17 @@ func (s *Store) rename(srcDir Ino, srcName string, dstDir Ino, dstName string) e
 //
 // The locks, in the order taken: victim's wbMu, then every inode's mutex
 // (lockAll); the rename's transaction ends before any is released.
-func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string) (done bool, err error) {
+//
+// With noReplace an existing dstName is EEXIST, even one naming the
+// source's inode, as Linux checks it before the same-inode rule; the
+// check is renameRecheck's look under the locks, so no create can slip in
+// between.
+func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string, noReplace bool) (done bool, err error) {
 	se, de, exists, err := s.renameLookup(sd, srcName, dd, dstName)
 	if err != nil {
 		return true, err
 	}
-	if exists && de.Child == se.Child {
+	if exists && de.Child == se.Child && !noReplace {
 		return true, nil
 	}
 	src, err := s.itab.get(se.Child)
@@ -79,8 +109,10 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	defer s.itab.put(src)
 	// The walk up from dstDir fails on a deleted dstDir (it has no
 	// parent): its error counts only once dstDir is known to be there.
+	// An existing name is EEXIST under noReplace before the loop check,
+	// as in Linux's do_renameat2 (renameRecheck retries if it went).
 	var under error
-	if src.isDir() {
+	if src.isDir() && !(noReplace && exists) {
 		under = s.checkNotUnder(dd.ino, src.ino)
 	}
 	var victim *inode
@@ -104,6 +136,9 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string)
 	}
 	if !same {
 		return false, nil
+	}
+	if noReplace && victim != nil {
+		return true, syscall.EEXIST
 	}
 	if err := s.checkReplace(src, victim); err != nil {
 		return true, err

@@ -50,19 +50,25 @@ func (s *Store) truncateLocked(tr *engine.Trans, in *inode, size uint64) error {
 // writeback running: wbMu held by the caller), and their budget, and
 // every block of in the page cache holds.
 func (s *Store) dropPages(in *inode, first uint64) {
-	// The cached blocks go too, all at once (a new epoch): those before
-	// first are still right, but a shrink or a deletion is rare next to
-	// the reads that would pay for keeping them.
+	s.dropPageRange(in, first, ^uint64(0))
+}
+
+// dropPageRange is dropPages for the blocks [first, last) (a punched
+// hole's).
+func (s *Store) dropPageRange(in *inode, first, last uint64) {
+	// The cached blocks go too, all at once (a new epoch): those outside
+	// the range are still right, but a shrink, a punch or a deletion is
+	// rare next to the reads that would pay for keeping them.
 	s.invalidateLocked(in)
 	n := 0
-	if first == 0 {
+	if first == 0 && last == ^uint64(0) {
 		// The whole state goes: drop the maps whole, not page by page.
 		n = len(in.pages.dirty) + len(in.pages.wb)
 		in.pages.init()
 	}
 	for _, m := range []map[uint64]*page{in.pages.dirty, in.pages.wb} {
 		for b, p := range m {
-			if b >= first {
+			if b >= first && b < last {
 				delete(m, b)
 				freePage(p)
 				n++

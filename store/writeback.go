@@ -43,6 +43,14 @@ func (s *Store) writebackInode(in *inode) error {
 func (s *Store) writebackInodeCounted(in *inode) (writes int, err error) {
 	in.wbMu.Lock()
 	defer in.wbMu.Unlock()
+	return s.writebackHeld(in, true)
+}
+
+// writebackHeld is writebackInodeCounted with in.wbMu already held (by
+// fallocate, which must keep extents from changing between the writeback
+// and its own mapping, and which passes inlineOK false for a file about to
+// grow past an inline extent: its block 0 then goes to a regular one).
+func (s *Store) writebackHeld(in *inode, inlineOK bool) (writes int, err error) {
 	in.mu.Lock()
 	if in.deleted.Load() || len(in.pages.dirty) == 0 {
 		in.mu.Unlock()
@@ -68,7 +76,7 @@ func (s *Store) writebackInodeCounted(in *inode) (writes int, err error) {
 		blocks = append(blocks, b)
 	}
 	slices.Sort(blocks)
-	err = s.writeBlocks(in, pages, blocks, size, &writes)
+	err = s.writeBlocks(in, pages, blocks, size, inlineOK, &writes)
 
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -134,8 +142,8 @@ func (s *Store) releaseWritten(in *inode, pages map[uint64]*page, blocks []uint6
 // writeBlocks writes pages (blocks, sorted) of in, whose size was size
 // when writeback began: inline, as one batch, or through a wbPipeline.
 // writes counts the device writes (writeExtents).
-func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, size uint64, writes *int) error {
-	if len(blocks) == 1 && blocks[0] == 0 && size <= uint64(s.inlineMax) {
+func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, size uint64, inlineOK bool, writes *int) error {
+	if inlineOK && len(blocks) == 1 && blocks[0] == 0 && size <= uint64(s.inlineMax) {
 		return s.writeInline(in, pages[0].buf[:size], size)
 	}
 	batches := planBatches(blocks, uint64(s.maxExtentBlocks()))

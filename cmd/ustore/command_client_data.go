@@ -1,7 +1,7 @@
 package main
 
 // The client commands on file data: put, get, cat, write, read, truncate,
-// fsync, sync.
+// fallocate, fsync, sync.
 
 import (
 	"errors"
@@ -380,6 +380,65 @@ them). SIZE takes the suffixes k, M, G, T (powers of 1024).` + clientLong,
 	}
 	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
 	cf.add(c)
+	return c
+}
+
+func newFallocateCommand() *cobra.Command {
+	var cf clientFlags
+	var keepSize, punchHole bool
+	var offset, length string
+	c := &cobra.Command{
+		Use:   "fallocate [-n|--keep-size] [-p|--punch-hole] [-o OFFSET] -l LENGTH PATH",
+		Short: "Allocate or free a file's blocks, as fallocate(1)",
+		Long: `Allocate the blocks of the file at PATH in [OFFSET, OFFSET+LENGTH) as
+zeros where it has holes, growing the file if the range ends past it, as
+fallocate(1) and fallocate(2) do; the flags are util-linux's. With
+--keep-size the size stays (blocks past the end are not allocated: this store
+has no preallocated extents). --punch-hole frees the whole blocks of the
+range and zeroes the partial blocks at its edges; it implies --keep-size.
+OFFSET and LENGTH take the suffixes k, M, G, T (powers of 1024). An
+allocation the device cannot hold fails with "no space left on device"
+before anything changes; an allocated block is still copy-on-write, so a
+later overwrite can still meet a full device.` + clientLong,
+		Example: `  ustore fallocate -l 1G /data/vm.img
+  ustore fallocate -n -o 4M -l 16M /data/vm.img
+  ustore fallocate -p -o 0 -l 1M /data/vm.img`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if length == "" {
+				return usageError{errors.New("-l/--length is required")}
+			}
+			off, err := parseSize("--offset", offset)
+			if err != nil {
+				return err
+			}
+			n, err := parseSize("--length", length)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return usageError{errors.New("--length: want more than 0")}
+			}
+			var mode uint32
+			if keepSize {
+				mode |= proto.FallocKeepSize
+			}
+			if punchHole {
+				mode |= proto.FallocPunchHole | proto.FallocKeepSize
+			}
+			p := storePath(args[0])
+			return cf.runAtFile(cmd, "fallocate", p, func(s *session, a proto.Attr) error {
+				_, err := s.c.Fallocate(s.ctx, a.Ino, mode, off, n)
+				return s.fail("fallocate", p, err)
+			})
+		},
+	}
+	c.ValidArgsFunction = completeArgs(&cf, false, argStore)
+	cf.add(c)
+	c.Flags().BoolVarP(&keepSize, "keep-size", "n", false, "do not change the file's size")
+	c.Flags().BoolVarP(&punchHole, "punch-hole", "p", false, "free the range's blocks (implies --keep-size)")
+	c.Flags().StringVarP(&offset, "offset", "o", "0", "where the range starts, in bytes")
+	c.Flags().StringVarP(&length, "length", "l", "", "the range's length, in bytes (required)")
 	return c
 }
 

@@ -376,25 +376,46 @@ func (s *session) removeContents(p string, ino uint64) error {
 
 func newMvCommand() *cobra.Command {
 	var cf clientFlags
-	var noTarget bool
+	var noTarget, noReplace, exchange bool
 	c := &cobra.Command{
 		Use:   "mv SRC DST",
 		Short: "Move or rename a file or directory",
 		Long: `Move SRC to DST, in one atomic rename. If DST is an existing directory,
 SRC goes into it under its own name (unless -T); otherwise SRC is renamed to
 DST, replacing what DST named: a file, or an empty directory when SRC is a
-directory (as rename(2)).` + clientLong,
+directory (as rename(2)).
+
+--no-replace never replaces: if the name exists, mv fails with "file exists"
+and nothing changes (renameat2's RENAME_NOREPLACE; the check and the rename
+are one step, so no other client can create the name in between).
+--exchange swaps SRC and DST, which must both exist, atomically: each name
+then names what the other did, a file or a directory either of them
+(RENAME_EXCHANGE; DST is taken as a name, as with -T).` + clientLong,
 		Example: `  ustore mv /draft /final
-  ustore mv /final /archive/           # becomes /archive/final`,
+  ustore mv /final /archive/           # becomes /archive/final
+  ustore mv --no-replace /new /final   # fails if /final exists
+  ustore mv --exchange /current /next  # swap them`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if noReplace && exchange {
+				return usageError{errors.New("--no-replace and --exchange exclude each other")}
+			}
+			var flags uint32
+			switch {
+			case noReplace:
+				flags = proto.RenameNoReplace
+			case exchange:
+				flags, noTarget = proto.RenameExchange, true
+			}
 			src, dst := storePath(args[0]), storePath(args[1])
-			return cf.run(cmd, func(s *session) error { return s.mv(src, dst, noTarget) })
+			return cf.run(cmd, func(s *session) error { return s.mv(src, dst, noTarget, flags) })
 		},
 	}
 	c.ValidArgsFunction = completeArgs(&cf, false, argStore, argStore)
 	cf.add(c)
 	c.Flags().BoolVarP(&noTarget, "no-target-directory", "T", false, "treat DST as a name even if it is a directory")
+	c.Flags().BoolVar(&noReplace, "no-replace", false, "fail if DST exists instead of replacing it")
+	c.Flags().BoolVar(&exchange, "exchange", false, "swap SRC and DST atomically (both must exist)")
 	return c
 }
 
@@ -402,8 +423,8 @@ directory (as rename(2)).` + clientLong,
 var errMoveIntoItself = errors.New("cannot move a directory into a subdirectory of itself")
 
 // mv renames src to dst, or into dst if dst is a directory (unless
-// noTarget).
-func (s *session) mv(src, dst string, noTarget bool) error {
+// noTarget), with renameat2's flags (0: a plain rename).
+func (s *session) mv(src, dst string, noTarget bool, flags uint32) error {
 	sdir, sname, err := s.parent("mv", src)
 	if err != nil {
 		return err
@@ -427,10 +448,12 @@ func (s *session) mv(src, dst string, noTarget bool) error {
 	if err != nil {
 		return err
 	}
-	if err := s.c.Rename(s.ctx, sdir.Ino, sname, ddir.Ino, dname); err != nil {
-		return s.fail("mv", src+" to "+dst, err)
+	if flags == 0 {
+		err = s.c.Rename(s.ctx, sdir.Ino, sname, ddir.Ino, dname)
+	} else {
+		err = s.c.Rename2(s.ctx, sdir.Ino, sname, ddir.Ino, dname, flags)
 	}
-	return nil
+	return s.fail("mv", src+" to "+dst, err)
 }
 
 // dfJSON is df --json's output, in bytes.

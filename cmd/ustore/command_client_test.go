@@ -463,3 +463,73 @@ func TestClient_Binary(t *testing.T) {
 		t.Fatalf("read without LENGTH: exit %d, %q", code, stderr)
 	}
 }
+
+// mv --no-replace refuses an existing name and moves to a free one; mv
+// --exchange swaps a file and a directory; both flags are a usage error.
+func TestClient_MvNoReplaceExchange(t *testing.T) {
+	sock := startTestServer(t)
+	on(t, sock, strings.NewReader("one"), "put", "/f")
+	on(t, sock, strings.NewReader("two"), "put", "/g")
+	on(t, sock, nil, "mkdir", "/d")
+	_, _, err := runIO(t, nil, "mv", "--socket", sock, "--no-replace", "/f", "/g")
+	if exitCode(err) != 1 || message(err) != "ustore: mv /f to /g: file exists" {
+		t.Fatalf("mv --no-replace over a file: %v", err)
+	}
+	if got := on(t, sock, nil, "get", "/g"); got != "two" {
+		t.Fatalf("after the refused mv: /g is %q", got)
+	}
+	on(t, sock, nil, "mv", "--no-replace", "/f", "/d") // into the directory, a free name
+	if got := on(t, sock, nil, "get", "/d/f"); got != "one" {
+		t.Fatalf("after mv --no-replace: %q", got)
+	}
+	on(t, sock, nil, "mv", "--exchange", "/g", "/d")
+	if got := on(t, sock, nil, "get", "/d"); got != "two" {
+		t.Fatalf("after mv --exchange: /d is %q", got)
+	}
+	if got := on(t, sock, nil, "get", "/g/f"); got != "one" {
+		t.Fatalf("after mv --exchange: /g/f is %q", got)
+	}
+	_, _, err = runIO(t, nil, "mv", "--socket", sock, "--exchange", "/g", "/nope")
+	if exitCode(err) != 1 || message(err) != "ustore: mv /g to /nope: no such file or directory" {
+		t.Fatalf("mv --exchange with a missing name: %v", err)
+	}
+	_, _, err = runIO(t, nil, "mv", "--socket", sock, "--exchange", "--no-replace", "/g", "/d")
+	if exitCode(err) != 2 {
+		t.Fatalf("mv --exchange --no-replace: %v", err)
+	}
+}
+
+// fallocate grows a file with zeros (blocks allocated), --keep-size keeps
+// the size, --punch-hole frees and zeroes; bad usage is exit code 2, a
+// directory exit code 1.
+func TestClient_Fallocate(t *testing.T) {
+	sock := startTestServer(t)
+	on(t, sock, strings.NewReader("hello"), "put", "/f")
+	on(t, sock, nil, "fallocate", "-l", "64k", "/f")
+	var st statJSON
+	if err := json.Unmarshal([]byte(on(t, sock, nil, "stat", "--json", "/f")), &st); err != nil || st.Size != 64<<10 || st.Blocks != 64<<10 {
+		t.Fatalf("after fallocate -l 64k: %+v %v", st, err)
+	}
+	on(t, sock, nil, "fallocate", "--keep-size", "-o", "32k", "-l", "1M", "/f")
+	if err := json.Unmarshal([]byte(on(t, sock, nil, "stat", "--json", "/f")), &st); err != nil || st.Size != 64<<10 {
+		t.Fatalf("after fallocate -n: %+v %v", st, err)
+	}
+	on(t, sock, nil, "fallocate", "-p", "-o", "1", "-l", "8k", "/f")
+	if err := json.Unmarshal([]byte(on(t, sock, nil, "stat", "--json", "/f")), &st); err != nil || st.Size != 64<<10 || st.Blocks != 60<<10 {
+		t.Fatalf("after fallocate -p: %+v %v", st, err)
+	}
+	if got := on(t, sock, nil, "get", "/f"); got != "h"+strings.Repeat("\x00", 64<<10-1) {
+		t.Fatalf("content after the punch: %q…", got[:min(len(got), 8)])
+	}
+	for _, args := range [][]string{{"/f"}, {"-l", "0", "/f"}, {"-l", "x", "/f"}, {"-l", "1"}} {
+		_, _, err := runIO(t, nil, append([]string{"fallocate", "--socket", sock}, args...)...)
+		if exitCode(err) != 2 {
+			t.Errorf("fallocate %v: %v, want a usage error", args, err)
+		}
+	}
+	on(t, sock, nil, "mkdir", "/d")
+	_, _, err := runIO(t, nil, "fallocate", "--socket", sock, "-l", "1", "/d")
+	if exitCode(err) != 1 || !strings.Contains(message(err), "is a directory") {
+		t.Fatalf("fallocate of a directory: %v", err)
+	}
+}
