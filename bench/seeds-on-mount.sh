@@ -9,7 +9,7 @@
 #        sudo QUICK=1 bench/seeds-on-mount.sh   (≈ 2-4 minutes on 2 loaded cores)
 #
 # Workloads (docs/BENCHMARKS.md "The seeds' workloads on the mount"; the
-# patches are in /work/shared/reference/):
+# command lines are those the patches' commit messages give):
 #   fio2021   the 2021 btrfs fsync patch's fio job: [writers] rw=randwrite
 #             fsync=4 fallocate=none group_reporting=1 direct=0 bs=4k
 #             ioengine=sync size=FIO_SIZE numjobs=FIO_JOBS (size-bound)
