@@ -77,6 +77,9 @@ func New(ctx context.Context, dir string, conns []*client.Client, opts Options) 
 		// A name found missing is trusted as long as one found present.
 		NegativeTimeout: &entry,
 		RootStableAttr:  &fs.StableAttr{Ino: client.RootIno},
+		// A mode of 0000 is the file's (chmod 0, rsync of such a file);
+		// without this go-fuse shows it as 0644 (0755 for a directory).
+		NullPermissions: true,
 	})
 	if err != nil {
 		fsys.close()

@@ -496,6 +496,8 @@ var scenarios = []struct {
 		r.stat("f")
 		r.do("chmod f 04755", os.Chmod(r.path("f"), 0o4755))
 		r.stat("f")
+		r.do("chmod f 0000", os.Chmod(r.path("f"), 0))
+		r.stat("f")
 		r.do("chown f 1000:1000", os.Chown(r.path("f"), 1000, 1000))
 		var st unix.Stat_t
 		if unix.Stat(r.path("f"), &st) == nil {
