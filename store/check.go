@@ -16,7 +16,9 @@ import (
 // sizes match the names, every inode but the root has a name and every
 // directory exactly one, extents do not overlap and add up to the inode's
 // byte count, reach no further than the block holding the file's end,
-// and each item's fields are ones the store can write (check_items.go).
+// extended attributes decode, are of the user namespace and lie under
+// their names' hash, and each item's fields are ones the store can write
+// (check_items.go).
 // Data blocks are not read: Scrub does that.
 func (s *Store) Check() error {
 	r := engine.Check(s.e)
@@ -96,6 +98,8 @@ func (c *namespaceCheck) visit(k engine.Key, b []byte) bool {
 		c.visitNames(k, b)
 	case engine.TypeExtentData:
 		c.visitExtent(k, b)
+	case engine.TypeXattrItem:
+		c.visitXattr(k, b)
 	default:
 		c.add("fs tree: unexpected item %v", k)
 	}
@@ -141,6 +145,26 @@ func (c *namespaceCheck) visitNames(k engine.Key, b []byte) {
 			i := c.inode(k.Ino())
 			i.names++
 			i.parents[refParent(k)] = true
+		}
+	}
+}
+
+// visitXattr takes in an XATTR_ITEM: entries that decode, of the user
+// namespace, under their names' hash. The inode it belongs to must exist
+// (checkInodes: items of an inode without its item).
+func (c *namespaceCheck) visitXattr(k engine.Key, b []byte) {
+	c.inode(k.Ino())
+	es, err := engine.DecodeXattrEntries(b)
+	if err != nil {
+		c.add("item %v: %v", k, err)
+		return
+	}
+	for _, e := range es {
+		if err := checkXattrName(string(e.Name)); err != nil {
+			c.add("inode %d: extended attribute %q: %v", k.Ino(), e.Name, err)
+		}
+		if nameHash(string(e.Name)) != k.Offset {
+			c.add("inode %d: extended attribute %q under hash %d", k.Ino(), e.Name, k.Offset)
 		}
 	}
 }
