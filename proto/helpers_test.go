@@ -63,6 +63,15 @@ func requests() []proto.Request {
 		&proto.Put{Path: "/a/b", Data: []byte("content")},
 		&proto.Put{Path: "/" + strings.Repeat("p", proto.PathLenMax-1), Fsync: true, Data: bytes.Repeat([]byte{1}, proto.IOSizeMax)},
 		&proto.Get{Path: "/a/b"},
+		&proto.GetXattr{Ino: 257, Size: 0, Name: "user.a"},
+		&proto.GetXattr{Ino: 257, Size: proto.XattrSizeMax, Name: strings.Repeat("n", proto.NameLenMax)},
+		&proto.GetXattr{Ino: 257, Size: 10, Name: ""},
+		&proto.SetXattr{Ino: 257, Flags: proto.XattrCreate, Name: "user.a", Value: []byte("v")},
+		&proto.SetXattr{Ino: 257, Flags: proto.XattrReplace, Name: "user.b", Value: bytes.Repeat([]byte{1}, proto.XattrSizeMax)},
+		&proto.SetXattr{Ino: 257, Name: "user.empty"},
+		&proto.ListXattr{Ino: 257},
+		&proto.ListXattr{Ino: 257, Size: proto.XattrSizeMax},
+		&proto.RemoveXattr{Ino: 257, Name: "user.a"},
 	}
 }
 
@@ -92,6 +101,12 @@ func replies() []struct {
 		{proto.OpRead, &proto.ReadReply{Data: []byte("data")}},
 		{proto.OpGet, &proto.GetReply{Attr: a}},
 		{proto.OpGet, &proto.GetReply{Attr: a, Data: bytes.Repeat([]byte{7}, int(a.Size))}},
+		{proto.OpGetXattr, &proto.XattrReply{Size: 5}},
+		{proto.OpGetXattr, &proto.XattrReply{Size: 5, Data: []byte("value")}},
+		{proto.OpListXattr, &proto.XattrReply{Size: 14, Data: []byte("user.a\x00user.b\x00")}},
+		{proto.OpListXattr, &proto.XattrReply{Size: proto.XattrSizeMax, Data: bytes.Repeat([]byte{'n'}, proto.XattrSizeMax)}},
+		{proto.OpSetXattr, &proto.Empty{}},
+		{proto.OpRemoveXattr, &proto.Empty{}},
 	}
 }
 

@@ -143,6 +143,10 @@ func TestDecodeRequest_Malformed(t *testing.T) {
 		{"setattr nanoseconds", proto.OpSetAttr, cat(le64(1), le32(uint32(proto.SetAtime)), attr[12:32], le64(0), le32(1e9), attr[44:]), "nanoseconds"},
 		{"create perm type bits", proto.OpCreate, cat(le64(256), le32(0o100644), []byte{1, 'f'}), "bits outside"},
 		{"write unknown flag", proto.OpWrite, cat(le64(1), le64(0), le32(4)), "unknown flags"},
+		{"setxattr unknown flag", proto.OpSetXattr, cat(le64(1), le32(4), []byte{1, 'a'}), "unknown flags"},
+		{"setxattr value over", proto.OpSetXattr, cat(le64(1), le32(0), []byte{1, 'a'}, make([]byte, proto.XattrSizeMax+1)), "more than 65536"},
+		{"getxattr size over", proto.OpGetXattr, cat(le64(1), le32(proto.XattrSizeMax+1), []byte{1, 'a'}), "more than 65536"},
+		{"getxattr name overruns", proto.OpGetXattr, cat(le64(1), le32(0), []byte{3, 'a'}), "name length 3 overruns"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -248,6 +252,8 @@ func TestDecodeReply_Malformed(t *testing.T) {
 		{"statfs truncated", proto.OpStatFS, make([]byte, 39), "needs"},
 		{"write count over", proto.OpWrite, le32(proto.IOSizeMax + 1), "more than"},
 		{"read too much", proto.OpRead, make([]byte, proto.IOSizeMax+1), "more than"},
+		{"xattr data not its size", proto.OpGetXattr, cat(le32(3), []byte("ab")), "2 bytes says its size is 3"},
+		{"xattr size over", proto.OpListXattr, le32(proto.XattrSizeMax + 1), "more than 65536"},
 		{"get data past size", proto.OpGet, cat(replyPayloadOf(t, proto.OpStat, &proto.Attr{Size: 1}), []byte("ab")), "2 bytes for a file of 1"},
 	}
 	for _, c := range cases {

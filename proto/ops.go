@@ -30,6 +30,11 @@ const (
 	OpPut     Op = 17 // Put → Attr
 	OpGet     Op = 18 // Get → GetReply
 
+	OpGetXattr    Op = 21 // GetXattr → XattrReply
+	OpSetXattr    Op = 22 // SetXattr → Empty
+	OpListXattr   Op = 23 // ListXattr → XattrReply
+	OpRemoveXattr Op = 24 // RemoveXattr → Empty
+
 	// Reserved for the POSIX ops the FUSE mount needs (issue 13), each
 	// known once its row below is filled: 19 symlink, 20 readlink,
 	// 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr, 25 open,
@@ -52,6 +57,7 @@ const (
 	replyWrite
 	replyRead
 	replyGet
+	replyXattr
 )
 
 // ops is the op table: name (as in spans, "ustore.<name>") and reply kind.
@@ -77,6 +83,11 @@ var ops = [opCount]struct {
 	OpResolve: {"resolve", replyAttr},
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
+
+	OpGetXattr:    {"getxattr", replyXattr},
+	OpSetXattr:    {"setxattr", replyEmpty},
+	OpListXattr:   {"listxattr", replyXattr},
+	OpRemoveXattr: {"removexattr", replyEmpty},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -130,6 +141,14 @@ func newRequest(op Op) Request {
 		return new(Put)
 	case OpGet:
 		return new(Get)
+	case OpGetXattr:
+		return new(GetXattr)
+	case OpSetXattr:
+		return new(SetXattr)
+	case OpListXattr:
+		return new(ListXattr)
+	case OpRemoveXattr:
+		return new(RemoveXattr)
 	}
 	return nil
 }
@@ -154,6 +173,8 @@ func newReply(op Op) Reply {
 		return new(ReadReply)
 	case replyGet:
 		return new(GetReply)
+	case replyXattr:
+		return new(XattrReply)
 	}
 	return nil
 }

@@ -235,6 +235,10 @@ func replySizeMax(req proto.Request, limits proto.Limits) int {
 		return responseHeaderSize + attrSize + int(limits.IOSizeMax())
 	case *proto.ReadDir:
 		return readDirReplyMax(r.Max)
+	case *proto.GetXattr:
+		return responseHeaderSize + 4 + int(r.Size)
+	case *proto.ListXattr:
+		return responseHeaderSize + 4 + int(r.Size)
 	}
 	// An Attr, a StatFS reply, a write count, or a failure's message.
 	return 0

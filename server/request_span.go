@@ -51,6 +51,14 @@ func setRequestAttrs(span trace.Span, req proto.Request) {
 		span.SetAttributes(trace.Path(r.Path), trace.Bytes(int64(len(r.Data))))
 	case *proto.Get:
 		span.SetAttributes(trace.Path(r.Path))
+	case *proto.GetXattr:
+		span.SetAttributes(trace.Ino(r.Ino))
+	case *proto.SetXattr:
+		span.SetAttributes(trace.Ino(r.Ino), trace.Bytes(int64(len(r.Value))))
+	case *proto.ListXattr:
+		span.SetAttributes(trace.Ino(r.Ino))
+	case *proto.RemoveXattr:
+		span.SetAttributes(trace.Ino(r.Ino))
 	}
 	// StatFS, Sync: about the whole store.
 }
