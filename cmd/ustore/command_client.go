@@ -36,7 +36,7 @@ func newClientCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newPutCommand(), newGetCommand(), newCatCommand(), newWriteCommand(), newReadCommand(),
 		newLsCommand(), newStatCommand(), newMkdirCommand(), newRmCommand(), newMvCommand(),
-		newTruncateCommand(), newFsyncCommand(), newSyncCommand(), newDfCommand(),
+		newTruncateCommand(), newFsyncCommand(), newSyncCommand(), newDfCommand(), newXattrCommand(),
 	}
 }
 
