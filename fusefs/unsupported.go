@@ -14,23 +14,17 @@ import (
 //
 //	symlink, mknod of a device    EPERM       (vfat)
 //	readlink                      EINVAL      (not a symlink: there are none)
-//	xattrs (get/set/list/remove)  EOPNOTSUPP  (a filesystem without xattrs)
 //	fallocate                     EOPNOTSUPP  (no ->fallocate: glibc's posix_fallocate writes zeros)
 //	renameat2 flags               EINVAL      (node.go's Rename)
 //
-// The xattr ops and fallocate answer the kernel ENOSYS: FUSE turns that
-// into EOPNOTSUPP for the program and stops sending the op (fc->no_getxattr
-// and the like). That matters: the kernel asks for security.capability
-// before every write that could clear it, and a plain EOPNOTSUPP would
-// cost a round trip each time.
+// fallocate answers the kernel ENOSYS: FUSE turns that into EOPNOTSUPP
+// for the program and stops sending the op (fc->no_fallocate). Extended
+// attributes are served (xattr.go): user.* by the store, the other
+// namespaces answered without a request.
 var (
-	_ fs.NodeSymlinker     = (*node)(nil)
-	_ fs.NodeReadlinker    = (*node)(nil)
-	_ fs.NodeGetxattrer    = (*node)(nil)
-	_ fs.NodeSetxattrer    = (*node)(nil)
-	_ fs.NodeListxattrer   = (*node)(nil)
-	_ fs.NodeRemovexattrer = (*node)(nil)
-	_ fs.NodeAllocater     = (*node)(nil)
+	_ fs.NodeSymlinker  = (*node)(nil)
+	_ fs.NodeReadlinker = (*node)(nil)
+	_ fs.NodeAllocater  = (*node)(nil)
 )
 
 func (n *node) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -38,20 +32,6 @@ func (n *node) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Ino
 }
 
 func (n *node) Readlink(context.Context) ([]byte, syscall.Errno) { return nil, syscall.EINVAL }
-
-func (n *node) Getxattr(context.Context, string, []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENOSYS
-}
-
-func (n *node) Setxattr(context.Context, string, []byte, uint32) syscall.Errno {
-	return syscall.ENOSYS
-}
-
-func (n *node) Listxattr(context.Context, []byte) (uint32, syscall.Errno) {
-	return 0, syscall.ENOSYS
-}
-
-func (n *node) Removexattr(context.Context, string) syscall.Errno { return syscall.ENOSYS }
 
 func (n *node) Allocate(context.Context, fs.FileHandle, uint64, uint64, uint32) syscall.Errno {
 	return syscall.ENOSYS
