@@ -16,7 +16,7 @@ var modelXattrNames = []string{"user.a", "user.b", "user.c", "user." + strings.R
 
 func (r *modelRun) xattrName() string {
 	if r.rng.IntN(30) == 0 {
-		return []string{"", "user.", "trusted.a", "security.b", "user." + strings.Repeat("y", 251)}[r.rng.IntN(5)]
+		return []string{"", "user.", "trusted.a", "security.b", "other.c", "user." + strings.Repeat("y", 251)}[r.rng.IntN(6)]
 	}
 	return modelXattrNames[r.rng.IntN(len(modelXattrNames))]
 }
@@ -28,7 +28,7 @@ func modelXattrErr(name string, get bool) syscall.Errno {
 	case name == "" || len(name) > 255:
 		return syscall.ERANGE
 	case !strings.HasPrefix(name, "user."):
-		if get {
+		if get && (strings.HasPrefix(name, "trusted.") || strings.HasPrefix(name, "security.")) {
 			return syscall.ENODATA
 		}
 		return syscall.EOPNOTSUPP

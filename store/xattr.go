@@ -41,6 +41,17 @@ func checkXattrName(name string) error {
 	return nil
 }
 
+// kernelXattrNamespace reports whether name is in a namespace Linux has a
+// handler for besides user (xattr(7)).
+func kernelXattrNamespace(name string) bool {
+	for _, p := range []string{"security.", "trusted.", "system."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func xattrKey(ino Ino, name string) engine.Key {
 	return engine.InoKey(ino, engine.TypeXattrItem, nameHash(name))
 }
@@ -195,8 +206,10 @@ func (s *Store) putXattrItem(tr *engine.Trans, key engine.Key, old int, b []byte
 }
 
 // GetXattr returns the value of attribute name of inode ino: ENODATA if it
-// has none (and for every name outside the user namespace, which the store
-// keeps none of).
+// has none, and for every name of the kernel's other namespaces (security,
+// trusted, system), which the store keeps none of — as ext4 answers a
+// security.capability it does not have; EOPNOTSUPP for a namespace Linux
+// does not know.
 func (s *Store) GetXattr(ino Ino, name string) ([]byte, error) {
 	v, err := s.getXattr(ino, name)
 	return v, opErr("getxattr", ino, err)
@@ -204,8 +217,8 @@ func (s *Store) GetXattr(ino Ino, name string) ([]byte, error) {
 
 func (s *Store) getXattr(ino Ino, name string) ([]byte, error) {
 	if err := checkXattrName(name); err != nil {
-		if errors.Is(err, syscall.EOPNOTSUPP) {
-			err = syscall.ENODATA // no attribute of another namespace exists here
+		if errors.Is(err, syscall.EOPNOTSUPP) && kernelXattrNamespace(name) {
+			err = syscall.ENODATA // none of these is kept: none exists
 		}
 		return nil, err
 	}
