@@ -8,7 +8,8 @@
 //
 // Files, by concept: namespace.go and rename.go (names), dir.go (the three
 // items of a name), name_room.go (room for a name in its list items),
-// attr.go (stat, setattr, statfs, readdir), times.go (the timestamp range),
+// attr.go (stat, setattr, statfs, readdir), xattr.go (extended
+// attributes), times.go (the timestamp range),
 // io.go (write, read), pages.go (buffered pages), writeback.go,
 // writeback_pipeline.go and flusher.go (dirty data to extents; the budget), extents.go and csum.go
 // (extent and checksum items), truncate.go, log_*.go (fsync: see "The
@@ -94,6 +95,14 @@
 //     no block, and dropping an inode's cached blocks is one epoch change,
 //     whatever the file's size. (Store.teardown, invalidateLocked;
 //     TestStore_Close_TeardownLinear)
+//  15. An inode's extended attributes are user.* entries of XATTR_ITEMs
+//     keyed by crc32c(name), each name once and no item empty (a
+//     change rewrites the item whole, checked before its handle; the last
+//     entry's removal deletes it), deleted with the inode. A change is
+//     tracked for fsync, which then logs the inode's whole set
+//     (LogXattrs), and replay makes the set exactly the logged one.
+//     (changeXattr, logXattrs, replayer.ReplayXattrs; Check;
+//     TestCrash_Xattrs)
 //
 // # The fsync path
 //
