@@ -20,9 +20,10 @@ const (
 )
 
 // GetXattr returns attribute name of inode ino, for a buffer of size bytes
-// (≤ proto.XattrSizeMax): ENODATA if there is none.
+// (more than proto.XattrSizeMax is cut to it, as getxattr(2) does):
+// ENODATA if there is none.
 func (c *Client) GetXattr(ctx context.Context, ino uint64, name string, size uint32) (proto.XattrReply, error) {
-	return c.doXattr(ctx, &proto.GetXattr{Ino: ino, Name: name, Size: size})
+	return c.doXattr(ctx, &proto.GetXattr{Ino: ino, Name: name, Size: min(size, proto.XattrSizeMax)})
 }
 
 // SetXattr sets attribute name of inode ino to value; flags: XattrCreate,
@@ -32,9 +33,10 @@ func (c *Client) SetXattr(ctx context.Context, ino uint64, name string, value []
 }
 
 // ListXattr returns the attribute names of inode ino, each followed by a
-// NUL, for a buffer of size bytes (≤ proto.XattrSizeMax).
+// NUL, for a buffer of size bytes (more than proto.XattrSizeMax is cut to
+// it, as listxattr(2) does).
 func (c *Client) ListXattr(ctx context.Context, ino uint64, size uint32) (proto.XattrReply, error) {
-	return c.doXattr(ctx, &proto.ListXattr{Ino: ino, Size: size})
+	return c.doXattr(ctx, &proto.ListXattr{Ino: ino, Size: min(size, proto.XattrSizeMax)})
 }
 
 // RemoveXattr removes attribute name of inode ino: ENODATA if there is
