@@ -115,9 +115,9 @@ XATTR_REPLACE.` + xattrLong + clientLong,
 func newXattrListCommand() *cobra.Command {
 	var cf clientFlags
 	c := &cobra.Command{
-		Use:   "list PATH",
-		Short: "List extended attribute names",
-		Long:  `List the names of PATH's extended attributes, one a line.` + xattrLong + clientLong,
+		Use:     "list PATH",
+		Short:   "List extended attribute names",
+		Long:    `List the names of PATH's extended attributes, one a line.` + xattrLong + clientLong,
 		Example: `  ustore xattr list /doc`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
