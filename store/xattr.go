@@ -84,11 +84,10 @@ func (s *Store) setXattr(ino Ino, name string, value []byte, flags uint32) (err 
 	if err := s.writable(); err != nil {
 		return err
 	}
-	if engine.XattrEntrySize(len(name), len(value)) > s.e.ItemDataMax() {
-		return syscall.ENOSPC
-	}
 	return s.changeXattr(ino, name, func(es []engine.XattrEntry, i int) ([]engine.XattrEntry, error) {
 		switch {
+		case engine.XattrEntrySize(len(name), len(value)) > s.e.ItemDataMax():
+			return nil, syscall.ENOSPC // before the flags' checks, as btrfs_setxattr
 		case i >= 0 && flags&XattrCreate != 0:
 			return nil, syscall.EEXIST
 		case i < 0 && flags&XattrReplace != 0:
