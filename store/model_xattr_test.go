@@ -42,6 +42,9 @@ func (r *modelRun) opSetXattr() {
 	ino, name := r.pick(r.rng.IntN(3) == 0), r.xattrName()
 	flags := uint32(r.rng.IntN(3))
 	value := r.data(r.rng.IntN(600))
+	if r.rng.IntN(20) == 0 {
+		value = r.data(r.s.XattrValueMax(len(name)) + r.rng.IntN(3)) // at the limit and past it
+	}
 	if r.rng.IntN(10) == 0 {
 		value = nil
 	}
@@ -52,12 +55,12 @@ func (r *modelRun) opSetXattr() {
 		switch {
 		case n == nil:
 			want = syscall.ENOENT
+		case len(value)+len(name)+4 > r.s.Engine().ItemDataMax():
+			want = syscall.ENOSPC
 		case has && flags&XattrCreate != 0:
 			want = syscall.EEXIST
 		case !has && flags&XattrReplace != 0:
 			want = syscall.ENODATA
-		case len(value)+len(name)+4 > r.s.Engine().ItemDataMax():
-			want = syscall.ENOSPC
 		}
 	}
 	what := fmt.Sprintf("setxattr(%d, %q, %d bytes, flags %d)", ino, name, len(value), flags)
