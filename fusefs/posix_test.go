@@ -142,6 +142,50 @@ func (r *transcript) write(name, data string, flags int) {
 	r.do("close "+name, f.Close())
 }
 
+// getxattr records attribute name of file name read into a buffer of size
+// bytes (0: the size alone), or why it cannot be.
+func (r *transcript) getxattr(name, attr string, size int) {
+	what := fmt.Sprintf("getxattr %s %s [%d]", name, attr, size)
+	var buf []byte
+	if size > 0 {
+		buf = make([]byte, size)
+	}
+	n, err := unix.Getxattr(r.path(name), attr, buf)
+	switch {
+	case err != nil:
+		r.do(what, err)
+	case size == 0:
+		r.val(what, n)
+	default:
+		r.val(what, fmt.Sprintf("%q", buf[:n]))
+	}
+}
+
+// listxattr records the attribute names of name listed into a buffer of
+// size bytes (0: the list's size alone), sorted: the order is the
+// filesystem's own.
+func (r *transcript) listxattr(name string, size int) {
+	what := fmt.Sprintf("listxattr %s [%d]", name, size)
+	var buf []byte
+	if size > 0 {
+		buf = make([]byte, size)
+	}
+	n, err := unix.Listxattr(r.path(name), buf)
+	switch {
+	case err != nil:
+		r.do(what, err)
+	case size == 0:
+		r.val(what, n)
+	default:
+		names := strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00")
+		if n == 0 {
+			names = nil
+		}
+		slices.Sort(names)
+		r.val(what, fmt.Sprintf("%q", names))
+	}
+}
+
 // scenarios are the suite: each a list of calls, named.
 var scenarios = []struct {
 	name string
@@ -525,6 +569,58 @@ var scenarios = []struct {
 		r.stat("d")
 		var sf unix.Statfs_t
 		r.do("statfs", unix.Statfs(r.root, &sf))
+	}},
+	{"xattrs", func(r *transcript) {
+		r.write("f", "abc", os.O_WRONLY|os.O_CREATE)
+		f := r.path("f")
+		r.do("setxattr f user.a", unix.Setxattr(f, "user.a", []byte("value"), 0))
+		r.do("setxattr f user.a XATTR_CREATE", unix.Setxattr(f, "user.a", []byte("x"), unix.XATTR_CREATE))
+		r.do("setxattr f user.b XATTR_REPLACE", unix.Setxattr(f, "user.b", []byte("x"), unix.XATTR_REPLACE))
+		r.do("setxattr f user.b XATTR_CREATE", unix.Setxattr(f, "user.b", []byte("bee"), unix.XATTR_CREATE))
+		r.do("setxattr f user.a XATTR_REPLACE", unix.Setxattr(f, "user.a", []byte("again"), unix.XATTR_REPLACE))
+		r.do("setxattr f user.empty", unix.Setxattr(f, "user.empty", nil, 0))
+		r.getxattr("f", "user.a", 64)
+		r.getxattr("f", "user.a", 0)
+		r.getxattr("f", "user.a", 2)
+		r.getxattr("f", "user.empty", 64)
+		r.getxattr("f", "user.missing", 64)
+		r.getxattr("f", "security.capability", 64)
+		r.getxattr("f", "foo.bar", 64)
+		r.listxattr("f", 256)
+		r.listxattr("f", 0)
+		r.listxattr("f", 5)
+		r.do("setxattr f user.", unix.Setxattr(f, "user.", []byte("x"), 0))
+		r.do("setxattr f empty name", unix.Setxattr(f, "", []byte("x"), 0))
+		r.do("setxattr f foo.bar", unix.Setxattr(f, "foo.bar", []byte("x"), 0))
+		r.do("setxattr f name of 256", unix.Setxattr(f, "user."+strings.Repeat("n", 251), []byte("x"), 0))
+		r.do("setxattr f name of 255", unix.Setxattr(f, "user."+strings.Repeat("n", 250), []byte("x"), 0))
+		r.getxattr("f", "user."+strings.Repeat("n", 250), 64)
+		r.do("removexattr f user.a", unix.Removexattr(f, "user.a"))
+		r.do("removexattr f user.a again", unix.Removexattr(f, "user.a"))
+		r.do("removexattr f foo.bar", unix.Removexattr(f, "foo.bar"))
+		r.listxattr("f", 1024)
+		r.do("setxattr missing", unix.Setxattr(r.path("missing"), "user.a", nil, 0))
+		r.do("mkdir d", os.Mkdir(r.path("d"), 0o755))
+		r.do("setxattr d user.d", unix.Setxattr(r.path("d"), "user.d", []byte("dir"), 0))
+		r.getxattr("d", "user.d", 64)
+		r.listxattr("d", 64)
+		// A new file under an old name has none of the old one's.
+		r.do("unlink f", os.Remove(f))
+		r.write("f", "new", os.O_WRONLY|os.O_CREATE)
+		r.listxattr("f", 64)
+		// Through an open descriptor: fsetxattr, fgetxattr.
+		fd, err := unix.Open(f, unix.O_RDWR, 0)
+		r.do("open f", err)
+		if err == nil {
+			r.do("fsetxattr user.fd", unix.Fsetxattr(fd, "user.fd", []byte("by fd"), 0))
+			buf := make([]byte, 16)
+			n, err := unix.Fgetxattr(fd, "user.fd", buf)
+			r.do("fgetxattr user.fd", err)
+			if err == nil {
+				r.val("fgetxattr user.fd", fmt.Sprintf("%q", buf[:n]))
+			}
+			r.do("close f", unix.Close(fd))
+		}
 	}},
 }
 

@@ -75,6 +75,10 @@ import (
 //	cat p                       size and content as runs: a*4096 NUL*12
 //	stat p                      type, size, nlink, permission bits, bytes
 //	                            allocated
+//	setxattr p NAME value=V     Store.SetXattr (flags: XattrCreate,
+//	  [flags=create|replace]    XattrReplace)
+//	rmxattr p NAME              Store.RemoveXattr
+//	xattrs p                    p's extended attributes, sorted: name="value"
 //	stats                       the fsync counters since the store opened
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -234,6 +238,25 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			return result(err)
 		}
 		return fmt.Sprintf("%s size=%d nlink=%d mode=%04o allocated=%d", kind(at), at.Size, at.Nlink, at.Mode&store.ModePerm, at.Blocks)
+	case "setxattr":
+		var flags uint32
+		if a.has("flags") {
+			switch a.str("flags") {
+			case "create":
+				flags = store.XattrCreate
+			case "replace":
+				flags = store.XattrReplace
+			default:
+				a.fail("setxattr: flags=%q: want create or replace", a.str("flags"))
+			}
+		}
+		return h.withIno(a.pos(0), func(ino store.Ino) error {
+			return h.s.SetXattr(ino, a.pos(1), []byte(a.str("value")), flags)
+		})
+	case "rmxattr":
+		return h.withIno(a.pos(0), func(ino store.Ino) error { return h.s.RemoveXattr(ino, a.pos(1)) })
+	case "xattrs":
+		return h.xattrs(a.pos(0))
 	case "stats":
 		st := h.s.Stats()
 		return fmt.Sprintf("logged=%d in-log=%d committed-already=%d commit=%d fallbacks=%s",
@@ -370,6 +393,31 @@ func (h *harness) write(a args) string {
 		}
 		return err
 	})
+}
+
+// xattrs prints p's extended attributes, sorted by name: name=value.
+func (h *harness) xattrs(p string) string {
+	ino, err := h.ino(p)
+	if err != nil {
+		return result(err)
+	}
+	names, err := h.s.ListXattr(ino)
+	if err != nil {
+		return result(err)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		v, err := h.s.GetXattr(ino, n)
+		if err != nil {
+			return result(err)
+		}
+		fmt.Fprintf(&b, "%s=%q\n", n, v)
+	}
+	if len(names) == 0 {
+		return "no attributes"
+	}
+	return b.String()
 }
 
 // ls prints the tree under p: one line per name, children indented.

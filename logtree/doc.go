@@ -102,6 +102,15 @@
 // commits), or the log's replay would hand them back to f with g's data.
 // (file_data: "copy_items".)
 //
+//	setfattr -n user.a foo; sync; setfattr -x user.a foo;
+//	setfattr -n user.b foo; fsync foo
+//
+// An inode whose extended attributes changed since it was last logged logs
+// all of them (LogXattrs), and replay makes its attributes exactly those:
+// the removed one does not come back from the commit, and no merge of
+// logged and committed attributes can overfill an item. (xattrs: every
+// case.)
+//
 //	touch foo; fsync foo; crash; touch bar
 //
 // Replay's commit leaves the store's next inode number above every inode

@@ -35,6 +35,9 @@ const (
 	// LogExists: only the inode item, so that a logged directory entry
 	// can point at it (btrfs: LOG_INODE_EXISTS).
 	LogExists
+	// LogXattrs: the inode's XATTR_ITEMs are logged, all of them: after
+	// replay its extended attributes are exactly those.
+	LogXattrs
 )
 
 var le = binary.LittleEndian

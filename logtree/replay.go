@@ -25,6 +25,8 @@ type Target interface {
 	// ReplayNames makes ino's names exactly refs (parent → its entries
 	// there, Child holding the parent).
 	ReplayNames(tr *engine.Trans, ino engine.Ino, refs []engine.DirEntry) error
+	// ReplayXattrs makes ino's extended attributes exactly xattrs.
+	ReplayXattrs(tr *engine.Trans, ino engine.Ino, xattrs []engine.XattrEntry) error
 	// ReplayFileRange makes ino's extents in [start, end) exactly exts.
 	ReplayFileRange(tr *engine.Trans, ino engine.Ino, start, end uint64, exts []Extent) error
 	// ReplayCsums puts the checksums of the blocks from start in place.
@@ -58,6 +60,7 @@ type logItems struct {
 	inodes    map[engine.Ino]engine.InodeItem
 	flags     map[engine.Ino]LogFlags
 	refs      map[engine.Ino][]engine.DirEntry
+	xattrs    map[engine.Ino][]engine.XattrEntry
 	dirRanges []dirRange
 	dirIndex  map[engine.Ino][]engine.DirEntry // dir → logged DIR_INDEX entries
 	files     map[engine.Ino][]fileLogRecord   // ino → its file log, in order
@@ -183,7 +186,7 @@ func verifyData(e *engine.Engine, li *logItems) error {
 // readLog reads every item of log tree t.
 func readLog(t *engine.Tree) (*logItems, error) {
 	li := &logItems{inodes: map[engine.Ino]engine.InodeItem{}, flags: map[engine.Ino]LogFlags{},
-		refs: map[engine.Ino][]engine.DirEntry{}, dirIndex: map[engine.Ino][]engine.DirEntry{}, files: map[engine.Ino][]fileLogRecord{}}
+		refs: map[engine.Ino][]engine.DirEntry{}, xattrs: map[engine.Ino][]engine.XattrEntry{}, dirIndex: map[engine.Ino][]engine.DirEntry{}, files: map[engine.Ino][]fileLogRecord{}}
 	var derr error
 	err := t.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
 		switch {
@@ -207,6 +210,11 @@ func readLog(t *engine.Tree) (*logItems, error) {
 					e.Name = slices.Clone(e.Name)
 					li.refs[k.Ino()] = append(li.refs[k.Ino()], e)
 				}
+			}
+		case k.Type == engine.TypeXattrItem:
+			var es []engine.XattrEntry
+			if es, derr = engine.DecodeXattrEntries(slices.Clone(b)); derr == nil {
+				li.xattrs[k.Ino()] = append(li.xattrs[k.Ino()], es...)
 			}
 		case k.Type == TypeDirLogIndex:
 			var hi uint64
@@ -285,11 +293,24 @@ func apply(e *engine.Engine, tr *engine.Trans, target Target, li *logItems, rep 
 		}
 	}
 	rep.DirRanges = len(li.dirRanges)
-	// Stage 4: everything else — names, file ranges, checksums.
+	// Stage 4: everything else — names, extended attributes, file
+	// ranges, checksums.
 	for _, ino := range sortedKeys(li.flags) {
 		if li.flags[ino]&LogNames != 0 {
 			if err := target.ReplayNames(tr, ino, li.refs[ino]); err != nil {
 				return fmt.Errorf("names of %d: %w", ino, err)
+			}
+		}
+	}
+	for ino := range li.xattrs {
+		if li.flags[ino]&LogXattrs == 0 {
+			return fmt.Errorf("%w: extended attributes of inode %d logged without LogXattrs", engine.ErrCorruption, ino)
+		}
+	}
+	for _, ino := range sortedKeys(li.flags) {
+		if li.flags[ino]&LogXattrs != 0 {
+			if err := target.ReplayXattrs(tr, ino, li.xattrs[ino]); err != nil {
+				return fmt.Errorf("extended attributes of %d: %w", ino, err)
 			}
 		}
 	}

@@ -76,7 +76,8 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Unwrap() error { return e.Status.Errno() }
 
 // invalid returns an error for a value the protocol cannot carry, wrapping
-// errno (EINVAL, ENAMETOOLONG or EMSGSIZE), for Validate.
+// errno (EINVAL, ENAMETOOLONG, EMSGSIZE, or for xattrs ERANGE and E2BIG),
+// for Validate.
 func invalid(errno syscall.Errno, format string, args ...any) error {
 	return fmt.Errorf("proto: %s: %w", fmt.Sprintf(format, args...), errno)
 }

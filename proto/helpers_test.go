@@ -75,6 +75,15 @@ func requests() []proto.Request {
 		&proto.Fallocate{Ino: 257, Mode: proto.FallocPunchHole | proto.FallocKeepSize, Off: 1<<64 - 1, Len: 1<<63 + 5},
 		&proto.Rename2{Rename: proto.Rename{SrcDir: 256, SrcName: "a", DstDir: 300, DstName: long}, Flags: proto.RenameExchange},
 		&proto.Rename2{Rename: proto.Rename{SrcDir: 256, SrcName: long, DstDir: 256, DstName: "b"}, Flags: 1<<32 - 1},
+		&proto.GetXattr{Ino: 257, Size: 0, Name: "user.a"},
+		&proto.GetXattr{Ino: 257, Size: proto.XattrSizeMax, Name: strings.Repeat("n", proto.NameLenMax)},
+		&proto.GetXattr{Ino: 257, Size: 10, Name: ""},
+		&proto.SetXattr{Ino: 257, Flags: proto.XattrCreate, Name: "user.a", Value: []byte("v")},
+		&proto.SetXattr{Ino: 257, Flags: proto.XattrReplace, Name: "user.b", Value: bytes.Repeat([]byte{1}, proto.XattrSizeMax)},
+		&proto.SetXattr{Ino: 257, Name: "user.empty"},
+		&proto.ListXattr{Ino: 257},
+		&proto.ListXattr{Ino: 257, Size: proto.XattrSizeMax},
+		&proto.RemoveXattr{Ino: 257, Name: "user.a"},
 	}
 }
 
@@ -110,6 +119,12 @@ func replies() []struct {
 		{proto.OpOpen, &proto.OpenReply{Handle: 1, Attr: a}},
 		{proto.OpOpen, &proto.OpenReply{Handle: 1<<64 - 1}},
 		{proto.OpRelease, &proto.Empty{}},
+		{proto.OpGetXattr, &proto.XattrReply{Size: 5}},
+		{proto.OpGetXattr, &proto.XattrReply{Size: 5, Data: []byte("value")}},
+		{proto.OpListXattr, &proto.XattrReply{Size: 14, Data: []byte("user.a\x00user.b\x00")}},
+		{proto.OpListXattr, &proto.XattrReply{Size: proto.XattrSizeMax, Data: bytes.Repeat([]byte{'n'}, proto.XattrSizeMax)}},
+		{proto.OpSetXattr, &proto.Empty{}},
+		{proto.OpRemoveXattr, &proto.Empty{}},
 	}
 }
 

@@ -147,6 +147,10 @@ func TestDecodeRequest_Malformed(t *testing.T) {
 		{"write unknown flag", proto.OpWrite, cat(le64(1), le64(0), le32(4)), "unknown flags"},
 		{"symlink target too long", proto.OpSymlink, cat(le64(256), []byte{1, 'l'}, le16(proto.PathLenMax), make([]byte, proto.PathLenMax)), "target is 4096 bytes, more than 4095"},
 		{"symlink target overruns", proto.OpSymlink, cat(le64(256), []byte{1, 'l'}, le16(10), []byte("ab")), "target length 10 overruns"},
+		{"setxattr unknown flag", proto.OpSetXattr, cat(le64(1), le32(4), []byte{1, 'a'}), "unknown flags"},
+		{"setxattr value over", proto.OpSetXattr, cat(le64(1), le32(0), []byte{1, 'a'}, make([]byte, proto.XattrSizeMax+1)), "more than 65536"},
+		{"getxattr size over", proto.OpGetXattr, cat(le64(1), le32(proto.XattrSizeMax+1), []byte{1, 'a'}), "more than 65536"},
+		{"getxattr name overruns", proto.OpGetXattr, cat(le64(1), le32(0), []byte{3, 'a'}), "name length 3 overruns"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -254,6 +258,8 @@ func TestDecodeReply_Malformed(t *testing.T) {
 		{"read too much", proto.OpRead, make([]byte, proto.IOSizeMax+1), "more than"},
 		{"readlink empty target", proto.OpReadlink, le16(0), "empty target"},
 		{"readlink target too long", proto.OpReadlink, cat(le16(proto.PathLenMax), make([]byte, proto.PathLenMax)), "more than 4095"},
+		{"xattr data not its size", proto.OpGetXattr, cat(le32(3), []byte("ab")), "2 bytes says its size is 3"},
+		{"xattr size over", proto.OpListXattr, le32(proto.XattrSizeMax + 1), "more than 65536"},
 		{"get data past size", proto.OpGet, cat(replyPayloadOf(t, proto.OpStat, &proto.Attr{Size: 1}), []byte("ab")), "2 bytes for a file of 1"},
 	}
 	for _, c := range cases {

@@ -32,14 +32,17 @@ const (
 
 	// The POSIX ops the FUSE mount needs, added to version 1: a server
 	// without one answers ENOSYS and the connection goes on, so they need
-	// no protocol version. Reserved, each known once its row below is
-	// filled: 21 getxattr, 22 setxattr, 23 listxattr, 24 removexattr.
-	OpSymlink   Op = 19 // Symlink → Attr
-	OpReadlink  Op = 20 // Readlink → ReadlinkReply
-	OpOpen      Op = 25 // Open → OpenReply (a handle of the connection)
-	OpRelease   Op = 26 // Release → Empty
-	OpFallocate Op = 27 // Fallocate → Attr
-	OpRename2   Op = 28 // Rename2 → Empty
+	// no protocol version.
+	OpSymlink     Op = 19 // Symlink → Attr
+	OpReadlink    Op = 20 // Readlink → ReadlinkReply
+	OpGetXattr    Op = 21 // GetXattr → XattrReply
+	OpSetXattr    Op = 22 // SetXattr → Empty
+	OpListXattr   Op = 23 // ListXattr → XattrReply
+	OpRemoveXattr Op = 24 // RemoveXattr → Empty
+	OpOpen        Op = 25 // Open → OpenReply (a handle of the connection)
+	OpRelease     Op = 26 // Release → Empty
+	OpFallocate   Op = 27 // Fallocate → Attr
+	OpRename2     Op = 28 // Rename2 → Empty
 
 	opCount = 29
 )
@@ -58,6 +61,7 @@ const (
 	replyGet
 	replyReadlink
 	replyOpen
+	replyXattr
 )
 
 // ops is the op table: name (as in spans, "ustore.<name>") and reply kind.
@@ -84,12 +88,16 @@ var ops = [opCount]struct {
 	OpPut:     {"put", replyAttr},
 	OpGet:     {"get", replyGet},
 
-	OpSymlink:   {"symlink", replyAttr},
-	OpReadlink:  {"readlink", replyReadlink},
-	OpOpen:      {"open", replyOpen},
-	OpRelease:   {"release", replyEmpty},
-	OpFallocate: {"fallocate", replyAttr},
-	OpRename2:   {"rename2", replyEmpty},
+	OpSymlink:     {"symlink", replyAttr},
+	OpReadlink:    {"readlink", replyReadlink},
+	OpGetXattr:    {"getxattr", replyXattr},
+	OpSetXattr:    {"setxattr", replyEmpty},
+	OpListXattr:   {"listxattr", replyXattr},
+	OpRemoveXattr: {"removexattr", replyEmpty},
+	OpOpen:        {"open", replyOpen},
+	OpRelease:     {"release", replyEmpty},
+	OpFallocate:   {"fallocate", replyAttr},
+	OpRename2:     {"rename2", replyEmpty},
 }
 
 // Known reports whether op is an op of this protocol version: one with a
@@ -155,6 +163,14 @@ func newRequest(op Op) Request {
 		return new(Fallocate)
 	case OpRename2:
 		return new(Rename2)
+	case OpGetXattr:
+		return new(GetXattr)
+	case OpSetXattr:
+		return new(SetXattr)
+	case OpListXattr:
+		return new(ListXattr)
+	case OpRemoveXattr:
+		return new(RemoveXattr)
 	}
 	return nil
 }
@@ -183,6 +199,8 @@ func newReply(op Op) Reply {
 		return new(ReadlinkReply)
 	case replyOpen:
 		return new(OpenReply)
+	case replyXattr:
+		return new(XattrReply)
 	}
 	return nil
 }

@@ -98,7 +98,8 @@ func TestStatusOf(t *testing.T) {
 func TestOp_String(t *testing.T) {
 	want := map[proto.Op]string{1: "lookup", 2: "create", 3: "mkdir", 4: "link", 5: "unlink", 6: "rmdir", 7: "rename",
 		8: "readdir", 9: "stat", 10: "setattr", 11: "statfs", 12: "write", 13: "read", 14: "fsync", 15: "sync",
-		16: "resolve", 17: "put", 18: "get", 19: "symlink", 20: "readlink", 25: "open", 26: "release",
+		16: "resolve", 17: "put", 18: "get", 19: "symlink", 20: "readlink",
+		21: "getxattr", 22: "setxattr", 23: "listxattr", 24: "removexattr", 25: "open", 26: "release",
 		27: "fallocate", 28: "rename2"}
 	for op := proto.Op(0); op < 255; op++ {
 		name, ok := want[op]

@@ -242,6 +242,10 @@ func replySizeMax(req proto.Request, limits proto.Limits) int {
 		return readDirReplyMax(r.Max)
 	case *proto.Readlink:
 		return responseHeaderSize + 2 + proto.SymlinkTargetMax
+	case *proto.GetXattr:
+		return responseHeaderSize + 4 + int(r.Size)
+	case *proto.ListXattr:
+		return responseHeaderSize + 4 + int(r.Size)
 	}
 	// An Attr, a StatFS reply, a write count, or a failure's message.
 	return 0

@@ -219,6 +219,14 @@ func (s *Server) dispatch(ctx context.Context, req proto.Request, limits proto.L
 			return nil, nil, err
 		}
 		return &proto.ReadlinkReply{Target: target}, nil, nil
+	case *proto.GetXattr:
+		return getXattr(st, r)
+	case *proto.SetXattr:
+		return emptyOr(st.SetXattr(store.Ino(r.Ino), r.Name, r.Value, r.Flags))
+	case *proto.ListXattr:
+		return listXattr(st, r)
+	case *proto.RemoveXattr:
+		return emptyOr(st.RemoveXattr(store.Ino(r.Ino), r.Name))
 	}
 	// DecodeRequest returns only the types above.
 	assert.That(false, "server: a request of an op the dispatcher does not know")

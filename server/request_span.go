@@ -61,6 +61,14 @@ func setRequestAttrs(span trace.Span, req proto.Request) {
 		span.SetAttributes(trace.Dir(r.Dir), trace.Name(r.Name), trace.Bytes(int64(len(r.Target))))
 	case *proto.Readlink:
 		span.SetAttributes(trace.Ino(r.Ino))
+	case *proto.GetXattr:
+		span.SetAttributes(trace.Ino(r.Ino))
+	case *proto.SetXattr:
+		span.SetAttributes(trace.Ino(r.Ino), trace.Bytes(int64(len(r.Value))))
+	case *proto.ListXattr:
+		span.SetAttributes(trace.Ino(r.Ino))
+	case *proto.RemoveXattr:
+		span.SetAttributes(trace.Ino(r.Ino))
 	}
 	// StatFS, Sync: about the whole store.
 }

@@ -18,7 +18,9 @@ import (
 // with nlink 0, extents do not overlap and add up to the inode's
 // byte count, reach no further than the block holding the file's end, a
 // symbolic link has its target as its one extent (inline, its size in
-// bytes), and each item's fields are ones the store can write (check_items.go).
+// bytes), extended attributes decode, are of the user namespace and lie
+// under their names' hash, and each item's fields are ones the store can
+// write (check_items.go).
 // Data blocks are not read: Scrub does that.
 func (s *Store) Check() error {
 	r := engine.Check(s.e)
@@ -109,6 +111,8 @@ func (c *namespaceCheck) visit(k engine.Key, b []byte) bool {
 			return true
 		}
 		c.orphans[Ino(k.Offset)] = true
+	case engine.TypeXattrItem:
+		c.visitXattr(k, b)
 	default:
 		c.add("fs tree: unexpected item %v", k)
 	}
@@ -154,6 +158,26 @@ func (c *namespaceCheck) visitNames(k engine.Key, b []byte) {
 			i := c.inode(k.Ino())
 			i.names++
 			i.parents[refParent(k)] = true
+		}
+	}
+}
+
+// visitXattr takes in an XATTR_ITEM: entries that decode, of the user
+// namespace, under their names' hash. The inode it belongs to must exist
+// (checkInodes: items of an inode without its item).
+func (c *namespaceCheck) visitXattr(k engine.Key, b []byte) {
+	c.inode(k.Ino())
+	es, err := engine.DecodeXattrEntries(b)
+	if err != nil {
+		c.add("item %v: %v", k, err)
+		return
+	}
+	for _, e := range es {
+		if err := checkXattrName(string(e.Name)); err != nil {
+			c.add("inode %d: extended attribute %q: %v", k.Ino(), e.Name, err)
+		}
+		if nameHash(string(e.Name)) != k.Offset {
+			c.add("inode %d: extended attribute %q under hash %d", k.Ino(), e.Name, k.Offset)
 		}
 	}
 }

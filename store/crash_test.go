@@ -37,6 +37,8 @@ import (
 //     by the workload, also its names;
 //   - fsync(dir): the directory's entries (name → inode); for a directory
 //     created by the workload, also its name;
+//   - fsync(file or dir), not fdatasync: its extended attributes, the
+//     whole set;
 //   - sync: everything.
 //
 // The setup is synced, so every fact is durable as of the start. A fact
@@ -60,6 +62,8 @@ import (
 //	/D/   directory
 //	/D/C  5,000 bytes
 //	/E/   empty directory
+//
+// /A and /D have the extended attribute user.a.
 var crashSetup = []crashOp{
 	{kind: opCreate, a: "/A"},
 	{kind: opWrite, a: "/A", off: 0, n: 10000},
@@ -69,12 +73,20 @@ var crashSetup = []crashOp{
 	{kind: opCreate, a: "/D/C"},
 	{kind: opWrite, a: "/D/C", off: 0, n: 5000},
 	{kind: opMkdir, a: "/E"},
+	{kind: opSetXattr, a: "/A", b: "user.a"},
+	{kind: opSetXattr, a: "/D", b: "user.a"},
 }
 
 // crashOps is the operation alphabet. An operation that is not valid in
 // the state it would run in (its file missing, its name taken) is skipped
 // by the generator.
 var crashOps = []crashOp{
+	{kind: opSetXattr, a: "/A", b: "user.b"},
+	{kind: opSetXattr, a: "/A", b: "user.a"}, // replaces the setup's value
+	{kind: opRemoveXattr, a: "/A", b: "user.a"},
+	{kind: opSetXattr, a: "/D", b: "user.b"},
+	{kind: opRemoveXattr, a: "/D", b: "user.a"},
+	{kind: opSetXattr, a: "/n", b: "user.n"},
 	{kind: opCreate, a: "/n"},
 	{kind: opCreate, a: "/D/n"},
 	{kind: opMkdir, a: "/F"},
@@ -202,10 +214,11 @@ var crashRegressions = []crashWorkload{
 // ---- the model ----
 
 type crashNode struct {
-	dir  bool
-	link bool           // a symbolic link: data is its target
-	data []byte         // a file's content; replaced, never changed in place
-	ents map[string]Ino // a directory's entries
+	dir    bool
+	link   bool              // a symbolic link: data is its target
+	data   []byte            // a file's content; replaced, never changed in place
+	ents   map[string]Ino    // a directory's entries
+	xattrs map[string]string // extended attributes; replaced, never changed in place
 	// heldAs: the path a file was opened by (opOpen), "" if it has no
 	// hold. A held file keeps its node when its last name goes (an
 	// orphan: no name leads to it) until its release.
@@ -353,6 +366,8 @@ const (
 	opExchange
 	opFallocate // mode 0: allocate, growing the file
 	opPunch     // PUNCH_HOLE|KEEP_SIZE
+	opSetXattr    // attribute b of a, set to a value of the step
+	opRemoveXattr // attribute b of a
 )
 
 type crashOp struct {
@@ -399,6 +414,10 @@ func (o crashOp) String() string {
 		return fmt.Sprintf("fallocate %s %d+%d", o.a, o.off, o.n)
 	case opPunch:
 		return fmt.Sprintf("punch %s %d+%d", o.a, o.off, o.n)
+	case opSetXattr:
+		return "setxattr " + o.a + " " + o.b
+	case opRemoveXattr:
+		return "removexattr " + o.a + " " + o.b
 	}
 	return "?"
 }
@@ -507,6 +526,15 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 		}
 		r.dir, r.name, _ = m.parentDir(op.a)
 		r.dir2, r.nam2, _ = m.parentDir(op.b)
+	case opSetXattr, opRemoveXattr:
+		if r.ino, ok = m.lookup(op.a); !ok || m[r.ino].link {
+			// A symbolic link has no user.* attributes (EPERM).
+			return r, errCrashInvalid
+		}
+		if _, has := m[r.ino].xattrs[op.b]; op.kind == opRemoveXattr && !has {
+			return r, errCrashInvalid
+		}
+		r.data = fmt.Appendf(nil, "v%d", step)
 	case opRename:
 		src, ok := m.lookup(op.a)
 		if !ok || src == RootIno {
@@ -587,6 +615,17 @@ func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
 		m[r.dir].ents[r.name], m[r.dir2].ents[r.nam2] = dst, src
 	case opLink:
 		m[r.dir2].ents[r.nam2] = r.ino
+	case opSetXattr, opRemoveXattr:
+		n := m[r.ino]
+		n.xattrs = maps.Clone(n.xattrs)
+		if n.xattrs == nil {
+			n.xattrs = map[string]string{}
+		}
+		if op.kind == opSetXattr {
+			n.xattrs[op.b] = string(r.data)
+		} else {
+			delete(n.xattrs, op.b)
+		}
 	case opUnlink, opRmdir:
 		ino := m[r.dir].ents[r.name]
 		delete(m[r.dir].ents, r.name)
@@ -626,6 +665,11 @@ func (op crashOp) targets(m crashModel) (files, dirs []string) {
 		// Nothing a named persistence point reaches (crashPPs offers an
 		// orphan's own fsync).
 		return nil, nil
+	case opSetXattr, opRemoveXattr:
+		if m.isDir(op.a) {
+			return nil, []string{op.a}
+		}
+		return []string{op.a}, nil
 	case opLink:
 		return []string{op.b}, []string{parent(op.b)}
 	case opUnlink, opRmdir:
@@ -785,14 +829,15 @@ func crashRandom(rng *rand.Rand, m crashModel, n int) crashWorkload {
 // crashGuar is what the persistence points so far made durable: for each
 // fact, the index of the last one that covered it (0: the setup's sync).
 type crashGuar struct {
-	sync  int
-	file  map[Ino]int
-	dir   map[Ino]int
-	entry map[crashEntry]int
+	sync   int
+	file   map[Ino]int
+	dir    map[Ino]int
+	entry  map[crashEntry]int
+	xattrs map[Ino]int // an inode's extended attributes: fsync, not fdatasync
 }
 
 func (g crashGuar) clone() crashGuar {
-	return crashGuar{sync: g.sync, file: maps.Clone(g.file), dir: maps.Clone(g.dir), entry: maps.Clone(g.entry)}
+	return crashGuar{sync: g.sync, file: maps.Clone(g.file), dir: maps.Clone(g.dir), entry: maps.Clone(g.entry), xattrs: maps.Clone(g.xattrs)}
 }
 
 // crashRun is a workload run and its record: states[i] is the model after
@@ -864,6 +909,10 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 		_, err = s.Fallocate(r.ino, 0, int64(op.off), int64(op.n))
 	case opPunch:
 		_, err = s.Fallocate(r.ino, FallocPunchHole|FallocKeepSize, int64(op.off), int64(op.n))
+	case opSetXattr:
+		err = s.SetXattr(r.ino, op.b, r.data, 0)
+	case opRemoveXattr:
+		err = s.RemoveXattr(r.ino, op.b)
 	}
 	if err != nil {
 		return fmt.Errorf("%v: %w", op, err)
@@ -906,7 +955,7 @@ func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*cra
 	defer s.Close(ctx)
 	r := &crashRun{w: w, d: d, start: d.Seq(),
 		states: []crashModel{m0}, opStart: []uint64{0}, ppDone: []uint64{0},
-		guar: []crashGuar{{file: map[Ino]int{}, dir: map[Ino]int{}, entry: map[crashEntry]int{}}}}
+		guar: []crashGuar{{file: map[Ino]int{}, dir: map[Ino]int{}, entry: map[crashEntry]int{}, xattrs: map[Ino]int{}}}}
 	m := m0.clone()
 	for i, st := range w {
 		step := i + 1
@@ -941,6 +990,9 @@ func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*cra
 				g.dir[ino] = step
 			} else {
 				g.file[ino] = step
+			}
+			if st.pp.kind != ppFdatasync {
+				g.xattrs[ino] = step
 			}
 			if m0[ino] == nil {
 				// New: its names too.
@@ -1031,14 +1083,15 @@ func (r *crashRun) crashPoints(rng *rand.Rand) []crashPoint {
 // crashDisk is what a mounted store holds, found by walking it from the
 // root.
 type crashDisk struct {
-	files map[Ino][]byte // a symbolic link's: its target
-	links map[Ino]bool
-	dirs  map[Ino]bool
-	ents  map[crashEntry]Ino
+	files  map[Ino][]byte // a symbolic link's: its target
+	links  map[Ino]bool
+	dirs   map[Ino]bool
+	ents   map[crashEntry]Ino
+	xattrs map[Ino]map[string]string // of every inode found
 }
 
 func crashWalk(s *Store) (*crashDisk, error) {
-	disk := &crashDisk{files: map[Ino][]byte{}, links: map[Ino]bool{}, dirs: map[Ino]bool{RootIno: true}, ents: map[crashEntry]Ino{}}
+	disk := &crashDisk{files: map[Ino][]byte{}, links: map[Ino]bool{}, dirs: map[Ino]bool{RootIno: true}, ents: map[crashEntry]Ino{}, xattrs: map[Ino]map[string]string{}}
 	queue := []Ino{RootIno}
 	for len(queue) > 0 {
 		dir := queue[0]
@@ -1093,7 +1146,43 @@ func crashWalk(s *Store) (*crashDisk, error) {
 			}
 		}
 	}
+	for _, ino := range append(slices.Collect(maps.Keys(disk.dirs)), slices.Collect(maps.Keys(disk.files))...) {
+		names, err := s.ListXattr(ino)
+		if err != nil {
+			return nil, fmt.Errorf("listxattr %d: %w", ino, err)
+		}
+		xs := map[string]string{}
+		for _, n := range names {
+			v, err := s.GetXattr(ino, n)
+			if err != nil {
+				return nil, fmt.Errorf("getxattr %d %q: %w", ino, n, err)
+			}
+			xs[n] = string(v)
+		}
+		disk.xattrs[ino] = xs
+	}
 	return disk, nil
+}
+
+// crashXattrsOK checks every inode's extended attributes on disk: the set
+// of one state in the window from the last persistence point that made
+// them durable (g.xattrs: an fsync of the inode; a sync).
+func crashXattrsOK(disk *crashDisk, g crashGuar, window []crashModel) []error {
+	var errs []error
+	for _, ino := range slices.Sorted(maps.Keys(disk.xattrs)) {
+		from := max(g.sync, g.xattrs[ino])
+		ok, seen := false, false
+		for _, m := range window[from:] {
+			if n := m[ino]; n != nil {
+				seen = true
+				ok = ok || maps.Equal(n.xattrs, disk.xattrs[ino])
+			}
+		}
+		if seen && !ok {
+			errs = append(errs, fmt.Errorf("inode %d: extended attributes %v, not a set it had since step %d", ino, disk.xattrs[ino], from))
+		}
+	}
+	return errs
 }
 
 // crashContentOK reports whether got may be what a crash left of a file
@@ -1266,6 +1355,7 @@ func (r *crashRun) check(p crashPoint) error {
 			errs = append(errs, fmt.Errorf("file %d: %d bytes, not one of the %d versions (sizes %v) since step %d", ino, len(got), len(vals), sizes, from))
 		}
 	}
+	errs = append(errs, crashXattrsOK(disk, g, window[:last+1])...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("after step %d durable, step %d begun: %w", k, last, err)
 	}

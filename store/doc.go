@@ -9,19 +9,20 @@
 // Files, by concept: namespace.go, rename.go and exchange.go (names;
 // renameat2's flags), symlink.go (symbolic links: the target, its limit),
 // dir.go (the three items of a name), name_room.go (room for a name in its
-// list items), attr.go (stat, setattr, statfs, readdir), times.go (the
-// timestamp range), io.go (write, read), read_cached.go (a read from
-// memory that never waits), pages.go (buffered pages), writeback.go,
-// writeback_pipeline.go and flusher.go (dirty data to extents; the
-// budget), extents.go and csum.go (extent and checksum items),
-// truncate.go, fallocate.go (allocate and punch: extents of zero blocks
-// written as writeback's, or dropped as truncate's), log_*.go (fsync: see
-// "The fsync path" below), itable.go (inodes in memory), kept_epochs.go
-// (their cache epochs across eviction), check.go and check_items.go
-// (fsck), scrub.go (fsck --data: every data block against its checksum),
-// ino_paths.go (an inode's paths, for reports), read_only.go (the
-// degraded, read-only mount), orphan.go (open files: holds, orphans and
-// their cleanup at mount), store.go (mount and unmount), path.go.
+// list items), attr.go (stat, setattr, statfs, readdir), xattr.go
+// (extended attributes), times.go (the timestamp range), io.go (write,
+// read), read_cached.go (a read from memory that never waits), pages.go
+// (buffered pages), writeback.go, writeback_pipeline.go and flusher.go
+// (dirty data to extents; the budget), extents.go and csum.go (extent and
+// checksum items), truncate.go, fallocate.go (allocate and punch: extents
+// of zero blocks written as writeback's, or dropped as truncate's),
+// log_*.go (fsync: see "The fsync path" below), itable.go (inodes in
+// memory), kept_epochs.go (their cache epochs across eviction), check.go
+// and check_items.go (fsck), scrub.go (fsck --data: every data block
+// against its checksum), ino_paths.go (an inode's paths, for reports),
+// read_only.go (the degraded, read-only mount), orphan.go (open files:
+// holds, orphans and their cleanup at mount), store.go (mount and
+// unmount), path.go.
 //
 // # Invariants
 //
@@ -128,6 +129,14 @@
 //     one. (inodeTable.evictLocked, inodeTable.add;
 //     TestPageCache_Read_AfterInodeEviction,
 //     TestPageCache_Concurrent_NeverStaleAcrossEviction)
+//  18. An inode's extended attributes are user.* entries of XATTR_ITEMs
+//     keyed by crc32c(name), each name once and no item empty (a
+//     change rewrites the item whole, checked before its handle; the last
+//     entry's removal deletes it), deleted with the inode. A change is
+//     tracked for fsync, which then logs the inode's whole set
+//     (LogXattrs), and replay makes the set exactly the logged one.
+//     (changeXattr, logXattrs, replayer.ReplayXattrs; Check;
+//     TestCrash_Xattrs)
 //
 // # The fsync path
 //

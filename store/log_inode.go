@@ -27,6 +27,8 @@ import (
 //     fsync appends after the inode's last record, so it dirties one leaf
 //     there however its writes are scattered (the 2011 csum patch: cost
 //     follows the change, not the file);
+//   - its extended attributes, all of them (LogXattrs), when they changed
+//     since it was last logged: replay makes its attributes exactly these;
 //   - a directory's entries in the index ranges changed since it was last
 //     logged, with DIR_LOG_INDEX items saying which ranges they replace (so
 //     replay deletes removed names), inserted in batches; and the item of
@@ -62,6 +64,9 @@ func (s *Store) logInode(ctx context.Context, w *logtree.Writer, tid journal.Tra
 		if err := s.logNames(w, tid, in.ino); err != nil {
 			return err
 		}
+	}
+	if err := s.logXattrs(w, tid, in.ino); err != nil {
+		return err
 	}
 	switch {
 	case in.isDir():
@@ -189,6 +194,46 @@ func (s *Store) logOwnNames(w *logtree.Writer, tid journal.Transid, ino Ino) ([]
 		parents[i] = refParent(k)
 	}
 	return parents, nil
+}
+
+// logXattrs replaces the log's XATTR_ITEMs of ino with the tree's, all
+// of them, if its attributes changed in tid since it was last logged, and
+// marks it LogXattrs: replay makes its attributes exactly these. A handful
+// of small items at most per inode: copying the set whole costs less than
+// tracking which hashes changed, and replay needs no merge.
+func (s *Store) logXattrs(w *logtree.Writer, tid journal.Transid, ino Ino) error {
+	changed, err := s.track.takeXattrs(tid, ino)
+	if err != nil || !changed {
+		return err
+	}
+	if err := s.copyXattrs(w, ino); err != nil {
+		s.track.xattrsChanged(tid, ino)
+		return err
+	}
+	return nil
+}
+
+func (s *Store) copyXattrs(w *logtree.Writer, ino Ino) error {
+	var keys []engine.Key
+	var items [][]byte
+	err := s.fs.Iterate(engine.InoKey(ino, engine.TypeXattrItem, 0), func(k engine.Key, b []byte) bool {
+		if k.Ino() != ino || k.Type != engine.TypeXattrItem {
+			return false
+		}
+		keys = append(keys, k)
+		items = append(items, append([]byte(nil), b...))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.DeleteRange(engine.InoKey(ino, engine.TypeXattrItem, 0), engine.InoKey(ino, engine.TypeXattrItem, ^uint64(0))); err != nil {
+		return err
+	}
+	if err := w.Insert(keys, items); err != nil {
+		return err
+	}
+	return s.logFlags(w, ino, logtree.LogXattrs)
 }
 
 // logFile appends the ranges of ino changed in tid to its file log: for

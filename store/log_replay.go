@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"syscall"
 
@@ -156,6 +157,29 @@ func (r *replayer) ReplayNames(tr *engine.Trans, ino Ino, refs []engine.DirEntry
 		}
 		e := engine.DirEntry{Child: ino, Type: dtype(item.Mode), Index: l.Index, Name: l.Name}
 		if err := r.addName(tr, l.Child, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *replayer) ReplayXattrs(tr *engine.Trans, ino Ino, xattrs []engine.XattrEntry) error {
+	r.touch(ino)
+	if _, err := r.s.fs.DeleteRange(tr, engine.InoKey(ino, engine.TypeXattrItem, 0),
+		engine.InoKey(ino, engine.TypeXattrItem, ^uint64(0))); err != nil {
+		return err
+	}
+	// The logged items are copies of the tree's: regrouped by hash, each
+	// is one the store held.
+	byHash := map[uint64][]engine.XattrEntry{}
+	for _, x := range xattrs {
+		h := nameHash(string(x.Name))
+		byHash[h] = append(byHash[h], x)
+	}
+	hashes := slices.Sorted(maps.Keys(byHash))
+	for _, h := range hashes {
+		key := engine.InoKey(ino, engine.TypeXattrItem, h)
+		if err := r.s.fs.InsertItem(tr, key, engine.EncodeXattrEntries(nil, byHash[h]...)); err != nil {
 			return err
 		}
 	}

@@ -32,6 +32,9 @@ type logTrack struct {
 	names map[Ino]struct{}
 	// dirsLogged: directories whose index ranges are in tid's log.
 	dirsLogged map[Ino]struct{}
+	// xattrs: inodes whose extended attributes changed since they were
+	// last logged in tid.
+	xattrs map[Ino]struct{}
 	// unlinked: per directory, the inodes whose entries it lost in tid.
 	// Logging the directory logs their names too: one with a name left
 	// elsewhere must not be deleted by replay as an orphan (btrfs:
@@ -62,6 +65,7 @@ func (t *logTrack) resetLocked(tid journal.Transid) bool {
 		t.dirs = map[Ino]*rangeSet{}
 		t.names = map[Ino]struct{}{}
 		t.dirsLogged = map[Ino]struct{}{}
+		t.xattrs = map[Ino]struct{}{}
 		t.unlinked = map[Ino][]Ino{}
 		t.shrunk = map[engine.Key]int{}
 		t.stale = fallbackNone
@@ -320,4 +324,31 @@ func (s *rangeSet) add(start, end uint64) {
 	if !((i == 0 || s.rs[i-1].end < start) && (i+1 == len(s.rs) || end < s.rs[i+1].start)) {
 		assert.Failf("store: range [%d, %d) merged next to a neighbour (invariant 10)", start, end)
 	}
+}
+
+// xattrsChanged records that ino's extended attributes changed in tid:
+// its next fsync logs the whole set (logXattrs).
+func (t *logTrack) xattrsChanged(tid journal.Transid, ino Ino) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resetLocked(tid) {
+		t.xattrs[ino] = struct{}{}
+	}
+}
+
+// takeXattrs reports and forgets whether ino's attributes changed in tid
+// since it was last logged; errTrackGone once the tracker has moved past
+// tid.
+func (t *logTrack) takeXattrs(tid journal.Transid, ino Ino) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tid < t.tid {
+		return false, errTrackGone
+	}
+	if tid != t.tid {
+		return false, nil
+	}
+	_, ok := t.xattrs[ino]
+	delete(t.xattrs, ino)
+	return ok, nil
 }

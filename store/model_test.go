@@ -39,6 +39,7 @@ type modelNode struct {
 	entries map[string]modelEnt // a directory's entries
 	parent  Ino                 // a directory's parent
 	holds   int                 // a file's Open holds: at nlink 0 it is an orphan
+	xattrs  map[string]string   // extended attributes (model_xattr_test.go)
 }
 
 type modelEnt struct {
@@ -1077,6 +1078,7 @@ func (r *modelRun) verifyAll(when string, all bool) {
 			r.fatalf("%s: stat %s: %v", when, path, err)
 		}
 		r.compareAttr(when+": stat "+path, dir, a)
+		r.compareXattrs(when+": xattrs "+path, dir)
 		es, err := r.listAll(dir, 1+r.rng.IntN(5))
 		if err != nil {
 			r.fatalf("%s: readdir %s: %v", when, path, err)
@@ -1097,6 +1099,7 @@ func (r *modelRun) verifyAll(when string, all bool) {
 				r.fatalf("%s: stat %s: %v", when, p, err)
 			}
 			r.compareAttr(when+": stat "+p, e.Ino, a)
+			r.compareXattrs(when+": xattrs "+p, e.Ino)
 			if a.Blocks > (a.Size+4095)/4096*4096 {
 				r.fatalf("%s: %s (inode %d) holds %d bytes past its size %d", when, p, e.Ino, a.Blocks, a.Size)
 			}
@@ -1226,6 +1229,9 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 		{3, r.opRelease},
 		{3, r.opSymlink},
 		{2, r.opReadlink},
+		{3, r.opSetXattr},
+		{1, r.opRemoveXattr},
+		{1, r.opGetXattr},
 	}
 	total := 0
 	for _, k := range kinds {
@@ -1277,7 +1283,8 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 func modelErrnoName(e syscall.Errno) string {
 	names := map[syscall.Errno]string{0: "ok", syscall.ENOENT: "ENOENT", syscall.EEXIST: "EEXIST",
 		syscall.ENOTDIR: "ENOTDIR", syscall.EISDIR: "EISDIR", syscall.ENOTEMPTY: "ENOTEMPTY",
-		syscall.EINVAL: "EINVAL", syscall.ENAMETOOLONG: "ENAMETOOLONG", syscall.EPERM: "EPERM", syscall.EBADF: "EBADF"}
+		syscall.EINVAL: "EINVAL", syscall.ENAMETOOLONG: "ENAMETOOLONG", syscall.EPERM: "EPERM", syscall.EBADF: "EBADF",
+		syscall.ENODATA: "ENODATA", syscall.ERANGE: "ERANGE", syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.ENOSPC: "ENOSPC"}
 	if n, ok := names[e]; ok {
 		return n
 	}

@@ -37,7 +37,7 @@ func newClientCommands() []*cobra.Command {
 		newPutCommand(), newGetCommand(), newCatCommand(), newWriteCommand(), newReadCommand(),
 		newLsCommand(), newStatCommand(), newMkdirCommand(), newRmCommand(), newMvCommand(),
 		newTruncateCommand(), newFallocateCommand(), newFsyncCommand(), newSyncCommand(), newDfCommand(),
-		newLnCommand(), newReadlinkCommand(),
+		newLnCommand(), newReadlinkCommand(), newXattrCommand(),
 	}
 }
 

@@ -72,6 +72,10 @@ var stressorsOnMount = []stressNG{
 	{"file-ioctl", 50, nil},
 	{"dnotify", 50, nil},
 	{"inotify", 5, nil},
+	{"symlink", 1, nil},
+	{"fallocate", 20, nil},
+	{"fpunch", 1, nil},
+	{"io-uring", 50, nil},
 }
 
 // stressorsNeeding are the stressors that need something today's mount
@@ -83,17 +87,9 @@ var stressorsNeeding = []struct {
 	stressor stressNG
 	needs    mountFeature
 }{
-	{stressNG{"symlink", 20, nil}, featureSymlink},
 	{stressNG{"xattr", 50, nil}, featureXattr},
-	{stressNG{"fallocate", 20, nil}, featureFallocate},
-	{stressNG{"fpunch", 5, nil}, featurePunchHole},
 	// chattr's flags (FS_IOC_GETFLAGS answers ENOTTY: the store keeps none).
 	{stressNG{"inode-flags", 20, nil}, featureInodeFlags},
-	// Its IORING_OP_STATX asks for the attributes of an unlinked file
-	// through an O_PATH descriptor: the store frees the inode at its last
-	// unlink unless the mount has it open, so that answers ESTALE (or
-	// ENOENT) where Linux answers nlink 0. Orphans fix it.
-	{stressNG{"io-uring", 50, nil}, featureUnlinkedStat},
 }
 
 // stressorsOffFUSE cannot pass on any FUSE filesystem, so they are not
