@@ -364,8 +364,8 @@ const (
 	opSymlink
 	opRenameNoReplace
 	opExchange
-	opFallocate // mode 0: allocate, growing the file
-	opPunch     // PUNCH_HOLE|KEEP_SIZE
+	opFallocate   // mode 0: allocate, growing the file
+	opPunch       // PUNCH_HOLE|KEEP_SIZE
 	opSetXattr    // attribute b of a, set to a value of the step
 	opRemoveXattr // attribute b of a
 )

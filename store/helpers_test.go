@@ -53,9 +53,16 @@ func closeCheck(t testing.TB, s *Store) {
 	}
 }
 
-// wantErrno fails the test at once unless err wraps want.
+// wantErrno fails the test at once unless err wraps want (nil, for want
+// 0).
 func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
 	t.Helper()
+	if want == 0 {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return
+	}
 	if !errors.Is(err, want) {
 		t.Fatalf("%s: %v, want %v", what, err, want)
 	}

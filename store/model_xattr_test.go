@@ -55,6 +55,8 @@ func (r *modelRun) opSetXattr() {
 		switch {
 		case n == nil:
 			want = syscall.ENOENT
+		case n.link:
+			want = syscall.EPERM // user.* is for files and directories (xattr(7))
 		case len(value)+len(name)+4 > r.s.Engine().ItemDataMax():
 			want = syscall.ENOSPC
 		case has && flags&XattrCreate != 0:
@@ -83,6 +85,8 @@ func (r *modelRun) opRemoveXattr() {
 	if want == 0 {
 		if _, has := modelXattrs(n)[name]; n == nil {
 			want = syscall.ENOENT
+		} else if n.link {
+			want = syscall.EPERM
 		} else if !has {
 			want = syscall.ENODATA
 		}

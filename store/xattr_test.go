@@ -25,19 +25,6 @@ func xattrFix(t *testing.T) (*Store, Ino) {
 	return s, a.Ino
 }
 
-func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
-	t.Helper()
-	if want == 0 {
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return
-	}
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: %v, want %v", what, err, want)
-	}
-}
-
 // wantXattrs requires that ino's attributes are exactly want.
 func wantXattrs(t *testing.T, s *Store, ino Ino, want map[string]string) {
 	t.Helper()
