@@ -16,7 +16,8 @@
 // byte slice, OpenReader and OpenWriter for a stream.
 //
 // Files, by concept: client.go (dial, the call machinery, the response
-// reader), ops.go (one method per op), stream.go (chunked transfers:
+// reader), ops.go (one method per op), xattr.go (the xattr calls and their
+// size rules), stream.go (chunked transfers:
 // Write, Read, Put, Get), reader.go and writer.go (Reader and Writer,
 // streams of a file), errors.go. Frame buffers are proto's
 // (proto/buffers.go), shared with the server.

@@ -124,8 +124,11 @@ func (c *Client) Sync(ctx context.Context) error {
 // data, still readable and writable by number. The handle belongs to this
 // client's connection: the server releases it when the connection ends
 // (Close, or the client's process exiting), and never closes a connection
-// that holds one as idle, so it is never lost to a redial. EMFILE past the
-// server's handles per connection, EISDIR for a directory. A call whose
+// that holds one as idle. A redial after a connection-level timeout (a
+// frame or write deadline) loses the old connection's holds: the server
+// numbers handles uniquely, so releasing an old one then is EBADF and
+// drops nobody else's hold. EMFILE past the server's handles per
+// connection, EISDIR for a directory, ELOOP for a symbolic link. A call whose
 // context ends before its reply drops the handle with the reply: it stays
 // held until the connection ends.
 func (c *Client) Open(ctx context.Context, ino uint64) (handle uint64, a proto.Attr, err error) {

@@ -20,8 +20,9 @@
 // link, statfs), node_symlink.go (symlink, readlink: the kernel follows
 // links, the store does not), node_io.go (open, read, write, fsync,
 // fallocate, flush, release), dir_handle.go (readdir), open_files.go (the
-// server handles of open files), unsupported.go (what the store lacks, and
-// the errno each gets),
+// server handles of open files), xattr.go (extended attributes: user.* by
+// the store, other namespaces answered here), unsupported.go (what the
+// store lacks, and the errno each gets),
 // errors.go, limits.go.
 //
 // # Kernel caching

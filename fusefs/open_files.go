@@ -21,7 +21,10 @@ import (
 // belongs to the connection that opened it, and the server releases it
 // when that connection ends — so a mount that dies leaves no hold behind,
 // and the next mount of the store frees nothing twice. A connection that
-// holds handles is never closed as idle, so none is lost to a redial.
+// holds handles is never closed as idle; a redial after a frame or write
+// timeout loses them (the server released them with the old connection),
+// and their releases then answer EBADF, since the server never gives a
+// handle number twice.
 //
 // mu guards files and pins and is never held across a request. An open of
 // an inode whose handle is being taken waits for it (cond), so an inode

@@ -10,7 +10,7 @@
 // Files, by concept: limits.go (every bound and why), handshake.go,
 // frame.go (frames drawn in ASCII), traceparent.go, ops.go, status.go,
 // errors.go, codec.go (the primitive encodings), request.go and
-// request_{namespace,attr,io,handle,symlink}.go (request payloads; open's
+// request_{namespace,attr,io,handle,symlink,xattr}.go (request payloads; open's
 // reply is in request_handle.go too), reply.go, attr.go and
 // replies.go (reply payloads), buffers.go (pooled frame buffers for the
 // server and the client, sized before a frame is read).
@@ -69,7 +69,9 @@
 //
 // The handshake's layout never changes. Everything after it belongs to the
 // negotiated version: a new op, status, flag, field or limit is a new
-// version; a version is never changed once released. The client offers a
+// version; a version is never changed once released (one exception, ops
+// 19–28 with statuses 24–29, which an older peer meets only as ENOSYS:
+// docs/PROTOCOL.md, "Versioning"). The client offers a
 // range, the server picks the highest version in both ranges or refuses
 // with StatusVersion. Within a version, decoders are strict: what they
 // accept is exactly what the encoders produce.
@@ -83,7 +85,8 @@
 //     and the payload. (ReadFrame's checkHeader; decoder.take, path, str;
 //     ReadDirReply.decode; TestReadFrame_HugeSizeAllocatesNothing)
 //  2. Encoding is canonical: every value has one encoding, and a decoder
-//     accepts only that one (booleans 0 or 1, no unknown flags or bits,
+//     accepts only that one (booleans 0 or 1, no unknown flags or bits but
+//     fallocate's mode and rename2's flags, arguments the store judges;
 //     zero unset setattr fields, no trailing bytes). So decode∘encode and
 //     encode∘decode are identities — but for a traceparent that does not
 //     parse, which is dropped (ignored, as W3C asks), so that the frame

@@ -97,7 +97,7 @@ func newConn(s *Server, nc *net.UnixConn, id uint64) *conn {
 		ctx: ctx, cancel: cancel,
 		inflight: map[uint64]struct{}{},
 		stopCh:   make(chan struct{}),
-		handles:  handleTable{max: s.opts.HandlesPerConnMax},
+		handles:  handleTable{max: s.opts.HandlesPerConnMax, next: &s.handleSeq},
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"ustore/proto"
@@ -17,11 +18,17 @@ import (
 // dies leaves no hold behind — an unlinked file it had open is freed
 // then. At most max at once (HandlesPerConnMax): past it open is EMFILE.
 //
-// mu guards everything; it is a leaf lock, never held across a store
-// call. pending counts opens between their reservation and their entry.
+// Handle numbers come from one counter for the whole server (next), so
+// a handle is never given twice, on any connection: a client that lost
+// its connection (a redial after a timeout) and releases an old handle on
+// the new one gets EBADF, never another file's hold dropped.
+//
+// mu guards everything but next; it is a leaf lock, never held across a
+// store call. pending counts opens between their reservation and their
+// entry.
 type handleTable struct {
 	mu      sync.Mutex
-	next    uint64 // the last handle given; handles start at 1 and are never reused
+	next    *atomic.Uint64 // the server's last handle given; handles start at 1
 	m       map[uint64]store.Ino
 	pending int
 	max     int
@@ -53,9 +60,9 @@ func (t *handleTable) open(st *store.Store, ino store.Ino) (proto.Reply, *[]byte
 	if t.m == nil {
 		t.m = map[uint64]store.Ino{}
 	}
-	t.next++
-	t.m[t.next] = ino
-	return &proto.OpenReply{Handle: t.next, Attr: attrOf(a)}, nil, nil
+	h := t.next.Add(1)
+	t.m[h] = ino
+	return &proto.OpenReply{Handle: h, Attr: attrOf(a)}, nil, nil
 }
 
 // release drops handle h: EBADF if the connection does not hold it.

@@ -21,7 +21,7 @@
 // connection's open-file handles), budget.go
 // (bytes in flight), mem_release.go (memory handed back after a burst),
 // log_limit.go (rate-limited peer logs), dispatch.go (a request → a store
-// call → a reply), limits.go (every bound and why), errors.go. Frame
+// call → a reply), xattr.go (the xattr ops' sizes and ERANGE), limits.go (every bound and why), errors.go. Frame
 // buffers are proto's (proto/buffers.go). One server per device is the
 // device lock's (dev/devopen/lock.go), taken by `ustore serve`.
 //

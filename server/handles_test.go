@@ -183,6 +183,36 @@ func TestServer_Handles_Errors(t *testing.T) {
 	}
 }
 
+// TestServer_Handles_UniqueAcrossConns: handle numbers are the server's,
+// never given twice on any connection, so a client that lost its
+// connection and releases an old handle on a new one gets EBADF and drops
+// no other file's hold.
+func TestServer_Handles_UniqueAcrossConns(t *testing.T) {
+	ctx := context.Background()
+	ts := newStoreServer(t)
+	old := dial(t, ts.sock)
+	ino := orphanSetup(t, old, 10)
+	h1, _, err := old.Open(ctx, ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	c := dial(t, ts.sock)
+	h2, _, err := c.Open(ctx, ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h2 == h1 {
+		t.Fatalf("handle %d given twice, on two connections", h1)
+	}
+	if err := c.Release(ctx, h1); !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("release of the old connection's handle on a new one: %v, want EBADF", err)
+	}
+	if err := c.Release(ctx, h2); err != nil {
+		t.Fatalf("the new connection's own handle: %v", err)
+	}
+}
+
 // TestServer_Handles_NotIdle: a connection holding a handle is not closed
 // as idle; once it releases the handle, it is.
 func TestServer_Handles_NotIdle(t *testing.T) {

@@ -173,11 +173,14 @@ func (o Options) withDefaults() (Options, error) {
 // when all of its goroutines have ended. base is cancelled only to force a
 // shutdown whose deadline passed.
 type Server struct {
-	st     *store.Store
-	opts   Options
-	log    *slog.Logger
-	limits proto.Limits
-	allow  allowList
+	st   *store.Store
+	opts Options
+	// handleSeq is the last open-file handle given, on any connection
+	// (conn_handles.go): handles are unique across connections.
+	handleSeq atomic.Uint64
+	log       *slog.Logger
+	limits    proto.Limits
+	allow     allowList
 
 	ln     *net.UnixListener
 	sockID fileID

@@ -38,11 +38,13 @@ that still has a file or its working directory there keeps the mount
 
 It needs /dev/fuse; as root it mounts directly, otherwise through
 fusermount3 (Debian's fuse3 package). The kernel checks permissions
-(default_permissions). Not supported yet, with the errno a Linux filesystem
-without them gives: symlinks (EPERM), extended attributes (EOPNOTSUPP),
-fallocate (EOPNOTSUPP), renameat2 flags (EINVAL), device and FIFO nodes
-(EPERM); a file unlinked while open is gone at once. Caching and its
-trade-offs: docs/FUSE.md.
+(default_permissions). Symbolic links, user.* extended attributes,
+fallocate (mode 0, KEEP_SIZE, PUNCH_HOLE), renameat2's NOREPLACE and
+EXCHANGE, and files unlinked while open (kept until their last close) are
+the store's. Not supported, with the errno a Linux filesystem without them
+gives: device, FIFO and socket nodes (EPERM), fallocate's other modes
+(EOPNOTSUPP), RENAME_WHITEOUT (EINVAL). Caching and its trade-offs:
+docs/FUSE.md.
 
 The server is found at --socket: by default $USTORE_SOCKET, else
 ustore-data/ustore.sock (where 'ustore serve' puts it). If the server

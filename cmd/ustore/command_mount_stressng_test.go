@@ -74,8 +74,7 @@ var stressorsOnMount = []stressNG{
 	{"inotify", 5, nil},
 	{"symlink", 1, nil},
 	{"fallocate", 20, nil},
-	{"fpunch", 1, nil},
-	{"io-uring", 50, nil},
+	{"xattr", 50, nil},
 }
 
 // stressorsNeeding are the stressors that need something today's mount
@@ -87,9 +86,19 @@ var stressorsNeeding = []struct {
 	stressor stressNG
 	needs    mountFeature
 }{
-	{stressNG{"xattr", 50, nil}, featureXattr},
+	// It fills holes with FALLOC_FL_ZERO_RANGE, COLLAPSE_RANGE and
+	// INSERT_RANGE beside PUNCH_HOLE (stress-ng(1)); the store has
+	// PUNCH_HOLE only, and its children retry the refused modes without
+	// counting an operation.
+	{stressNG{"fpunch", 1, nil}, featureZeroRange},
 	// chattr's flags (FS_IOC_GETFLAGS answers ENOTTY: the store keeps none).
 	{stressNG{"inode-flags", 20, nil}, featureInodeFlags},
+	// Its IORING_OP_STATX asks for the attributes of an unlinked file
+	// through an O_PATH descriptor. An O_PATH open never reaches the
+	// mount, so it holds no server handle, and the store frees the inode
+	// at its last unlink: that answers ENOENT where Linux answers nlink
+	// 0. Orphan items keep only files the mount has open.
+	{stressNG{"io-uring", 50, nil}, featureUnlinkedStat},
 }
 
 // stressorsOffFUSE cannot pass on any FUSE filesystem, so they are not
@@ -113,20 +122,9 @@ type mountFeature struct {
 }
 
 var (
-	featureSymlink = mountFeature{"symlink", func(dir string) error {
-		return os.Symlink("target", filepath.Join(dir, "symlink"))
-	}}
-	featureXattr = mountFeature{"setxattr", func(dir string) error {
+	featureZeroRange = mountFeature{"fallocate ZERO_RANGE", func(dir string) error {
 		return withProbeFile(dir, func(f *os.File) error {
-			return unix.Fsetxattr(int(f.Fd()), "user.probe", []byte("1"), 0)
-		})
-	}}
-	featureFallocate = mountFeature{"fallocate", func(dir string) error {
-		return withProbeFile(dir, func(f *os.File) error { return unix.Fallocate(int(f.Fd()), 0, 0, 8192) })
-	}}
-	featurePunchHole = mountFeature{"fallocate PUNCH_HOLE", func(dir string) error {
-		return withProbeFile(dir, func(f *os.File) error {
-			return unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 4096)
+			return unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_ZERO_RANGE, 0, 4096)
 		})
 	}}
 	featureInodeFlags = mountFeature{"FS_IOC_GETFLAGS", func(dir string) error {
