@@ -74,7 +74,7 @@ var stressorsOnMount = []stressNG{
 	{"inotify", 5, nil},
 	{"symlink", 1, nil},
 	{"fallocate", 20, nil},
-	{"xattr", 50, nil},
+	{"xattr", 2, nil},
 }
 
 // stressorsNeeding are the stressors that need something today's mount
