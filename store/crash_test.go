@@ -184,6 +184,21 @@ var crashOrphanWorkloads = []crashWorkload{
 	// Released while still named: nothing is freed.
 	{{crashOp{kind: opOpen, a: "/D/C"}, crashPP{kind: ppSync}},
 		{crashOp{kind: opRelease, a: "/D/C"}, crashPP{ppFsync, "/D/C"}}},
+	// An orphan with attributes, allocated blocks and a punched hole: its
+	// XATTR_ITEMs and extents go with it, at its release or at the mount
+	// after a cut (the features of one file, freed together).
+	{{crashOp{kind: opSetXattr, a: "/A", b: "user.b"}, crashPP{ppFsync, "/A"}},
+		{crashOp{kind: opFallocate, a: "/A", off: 0, n: 20000}, crashPP{ppFsync, "/A"}},
+		{crashOp{kind: opPunch, a: "/A", off: 4096, n: 8192}, crashPP{kind: ppSync}},
+		{crashOp{kind: opOpen, a: "/A"}, crashPP{ppFsync, "/D/C"}},
+		{crashOp{kind: opUnlink, a: "/A"}, crashPP{ppFsyncHeld, "/A"}},
+		{crashOp{kind: opRelease, a: "/A"}, crashPP{ppFsyncDir, "/"}}},
+	// A symbolic link exchanged with a file, and the file's orphan.
+	{{crashOp{kind: opSymlink, a: "/s", b: "A"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opOpen, a: "/B"}, crashPP{kind: ppSync}},
+		{crashOp{kind: opExchange, a: "/s", b: "/B"}, crashPP{ppFsync, "/s"}},
+		{crashOp{kind: opUnlink, a: "/s"}, crashPP{ppFsyncHeld, "/B"}},
+		{crashOp{kind: opRelease, a: "/B"}, crashPP{kind: ppSync}}},
 }
 
 // crashLongTarget is the longest symbolic link target at 4 KiB nodes
