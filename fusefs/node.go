@@ -188,7 +188,8 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // locks (the kernel's own check of NOREPLACE sees only its cache); any
 // other flag is the store's EINVAL, as a Linux filesystem without it
 // answers. Neither drops the inode the new name named, so only a plain
-// rename keeps it aside.
+// rename pins it (open_files.go): a regular file only, the one kind the
+// store opens.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	dst := newParent.EmbeddedInode().StableAttr().Ino
 	if flags != 0 {
@@ -197,7 +198,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	// The file renamed over, if the kernel knows it, is held until the
 	// kernel forgets it (open_files.go, pin).
 	done := func(bool) {}
-	if child := newParent.EmbeddedInode().GetChild(newName); child != nil && !child.IsDir() {
+	if child := newParent.EmbeddedInode().GetChild(newName); child != nil && child.Mode()&syscall.S_IFMT == syscall.S_IFREG {
 		done = n.fsys.open.pin(ctx, child.StableAttr().Ino)
 	}
 	err := n.fsys.conn().Rename(ctx, n.ino(), name, dst, newName)

@@ -62,15 +62,16 @@ func setRequestAttrs(span trace.Span, req proto.Request) {
 	case *proto.Readlink:
 		span.SetAttributes(trace.Ino(r.Ino))
 	case *proto.GetXattr:
-		span.SetAttributes(trace.Ino(r.Ino))
+		span.SetAttributes(trace.Ino(r.Ino), trace.Name(r.Name))
 	case *proto.SetXattr:
-		span.SetAttributes(trace.Ino(r.Ino), trace.Bytes(int64(len(r.Value))))
+		span.SetAttributes(trace.Ino(r.Ino), trace.Name(r.Name), trace.Bytes(int64(len(r.Value))))
 	case *proto.ListXattr:
 		span.SetAttributes(trace.Ino(r.Ino))
 	case *proto.RemoveXattr:
-		span.SetAttributes(trace.Ino(r.Ino))
+		span.SetAttributes(trace.Ino(r.Ino), trace.Name(r.Name))
 	}
-	// StatFS, Sync: about the whole store.
+	// StatFS, Sync: about the whole store; Release: about a handle, whose
+	// inode its Open's span names.
 }
 
 // endRequestSpan records a request's outcome on its span: the inode a
