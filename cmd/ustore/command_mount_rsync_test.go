@@ -109,6 +109,7 @@ func setAttrs(t *testing.T, p string, f rsyncFile) {
 // mounted again, compared again, and copied back off the mount with
 // rsync -aH and compared once more.
 func TestMount_Rsync(t *testing.T) {
+	notUnderRace(t)
 	rsync := needTool(t, "rsync", "rsync")
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the tree has files of other owners (CI runs as root)")

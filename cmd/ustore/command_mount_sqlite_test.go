@@ -20,6 +20,7 @@ import (
 // again: integrity_check is ok, every row is there with the content its
 // checksum says, the table hashes as before, and fsck --data is clean.
 func TestMount_SQLiteWAL(t *testing.T) {
+	notUnderRace(t)
 	sqlite := needTool(t, "sqlite3", "sqlite3")
 	ms := newMountedStore(t)
 	if err := os.Mkdir(filepath.Join(ms.mnt(), "db"), 0o755); err != nil {

@@ -174,6 +174,7 @@ const stressorTimeout = 3 * time.Minute
 // stopped, and fsck --data clean. The features stressorsNeeding waits
 // for must still be missing.
 func TestMount_StressNG(t *testing.T) {
+	notUnderRace(t)
 	stressng := needTool(t, "stress-ng", "stress-ng")
 	ms := newMountedStore(t)
 	work := t.TempDir() // stress-ng's own files (none expected), off the mount

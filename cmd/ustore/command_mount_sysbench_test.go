@@ -16,6 +16,7 @@ import (
 // every 4 requests bounded by a count of events, cleanup; the files and
 // then fsck --data.
 func TestMount_Sysbench(t *testing.T) {
+	notUnderRace(t)
 	sysbench := needTool(t, "sysbench", "sysbench")
 	ms := newMountedStore(t)
 	dir := filepath.Join(ms.mnt(), "sysbench")

@@ -13,6 +13,19 @@ import (
 // each test ends with the store unmounted, the server stopped and the
 // device checked, data blocks included.
 
+// notUnderRace skips a program test under the race detector. With a
+// race-built server and mount, stress-ng, sqlite3, rsync and sysbench
+// made most of cmd/ustore's race run (692 s of it on 2 cores, past go
+// test's default timeout); `make norace` runs them once without it, so
+// CI runs every one. The other mount tests keep the server and the mount
+// under the race detector.
+func notUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("a real program's whole run through a race-built server and mount: too slow under the race detector; make norace runs it")
+	}
+}
+
 // needTool skips the test where the program is missing.
 func needTool(t *testing.T, name, pkg string) string {
 	t.Helper()
