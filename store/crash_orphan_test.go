@@ -62,7 +62,7 @@ func TestCrash_UnlinkWhileOpen(t *testing.T) {
 	r := &crashRun{d: d, start: start, end: end}
 	pts := r.crashPoints(rand.New(rand.NewPCG(48, 5)))
 	for _, p := range pts {
-		if err := crashOrphanCheck(d.CrashAt(p.seq, p.policy(d)), func(disk *crashDisk) error {
+		if err := crashMountCheck(d.CrashAt(p.seq, p.policy(d)), func(_ *Store, disk *crashDisk) error {
 			gotA := disk.ents[crashEntry{RootIno, "A"}]
 			gotB := disk.ents[crashEntry{RootIno, "B"}]
 			if p.seq >= unlinkDurable && gotA != 0 {
@@ -88,10 +88,11 @@ func mustDir(t *testing.T, s *Store, p string) Ino {
 	return a.Ino
 }
 
-// crashOrphanCheck mounts what a crash left and checks that it holds no
-// orphan, no data of an inode without a name, and passes fsck, then
-// applies want to what the walk from the root found.
-func crashOrphanCheck(crashed *memdev.Device, want func(*crashDisk) error) error {
+// crashMountCheck mounts what a crash left and checks that it passes
+// fsck and holds no orphan and no data of an inode without a name, then
+// applies want to the store and what the walk from the root found, and
+// last the checks every crash point ends with (crashAfter).
+func crashMountCheck(crashed *memdev.Device, want func(*Store, *crashDisk) error) error {
 	s, err := Open(crashed, crashOptions())
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
@@ -110,7 +111,7 @@ func crashOrphanCheck(crashed *memdev.Device, want func(*crashDisk) error) error
 	if err := crashNoLeak(s, disk); err != nil {
 		return err
 	}
-	if err := want(disk); err != nil {
+	if err := want(s, disk); err != nil {
 		return err
 	}
 	return crashAfter(s, disk)

@@ -1256,25 +1256,14 @@ func crashBytesOK(got []byte, vals [][]byte, t int) bool {
 
 // check mounts what the power cut p left and checks it against r.
 func (r *crashRun) check(p crashPoint) error {
-	crashed := r.d.CrashAt(p.seq, p.policy(r.d))
-	s, err := Open(crashed, crashOptions())
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
-	}
-	defer s.Close(context.Background())
-	if err := s.Check(); err != nil {
-		return fmt.Errorf("fsck: %w", err)
-	}
-	if inos, err := s.orphans(); err != nil || len(inos) != 0 {
-		return fmt.Errorf("orphan items after mount: %v, %v", inos, err)
-	}
-	disk, err := crashWalk(s)
-	if err != nil {
-		return err
-	}
-	if err := crashNoLeak(s, disk); err != nil {
-		return err
-	}
+	return crashMountCheck(r.d.CrashAt(p.seq, p.policy(r.d)), func(s *Store, disk *crashDisk) error {
+		return r.checkStates(p, s, disk)
+	})
+}
+
+// checkStates checks what the walk of the mounted store s found against
+// the states r's workload may have left at the power cut p.
+func (r *crashRun) checkStates(p crashPoint, s *Store, disk *crashDisk) error {
 
 	// k: the last persistence point that had returned; last: the last
 	// step whose operation may have reached the device.
@@ -1374,7 +1363,7 @@ func (r *crashRun) check(p crashPoint) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("after step %d durable, step %d begun: %w", k, last, err)
 	}
-	return crashAfter(s, disk)
+	return nil
 }
 
 // crashAfter checks that the store a crash left stays usable: new data
