@@ -13,6 +13,13 @@
 # Usage: sudo bench/ebpf-overhead.sh               (3 rounds; ≈ 1.5 min)
 #        ROUNDS=5 FSYNC_DURATION=10s bench/ebpf-overhead.sh
 #        FEATURES=io_uring bench/ebpf-overhead.sh  (on: only these features, as serve --ebpf-features)
+#        AA=1 bench/ebpf-overhead.sh               (an A/A run: the "on" arm runs
+#                                                   --ebpf off too, so the paired
+#                                                   figures are the method's noise)
+#
+# Besides the median of the paired ratios it prints their quartiles: on a
+# shared 2-vCPU VM one pair can differ by more than the effect measured,
+# and the spread (with an A/A run beside it) says how far to trust it.
 #
 # Results go to OUT (default bench/out/ebpf-overhead-<time>): one JSON per
 # run (<round>-<mode>-fsync.json, -stat.json), the server's CPU ticks per
@@ -36,7 +43,9 @@ run_one() { # round mode
 	rm -f "$WORK/d.img" "$sock"
 	local features=()
 	if [ "$mode" = on ] && [ -n "${FEATURES:-}" ]; then features=(--ebpf-features "$FEATURES"); fi
-	bin/ustore serve --device "$WORK/d.img" --size 1G --socket "$sock" --ebpf "$mode" "${features[@]}" \
+	local ebpf=$mode
+	if [ "$mode" = on ] && [ -n "${AA:-}" ]; then ebpf=off; fi
+	bin/ustore serve --device "$WORK/d.img" --size 1G --socket "$sock" --ebpf "$ebpf" "${features[@]}" \
 		>"$OUT/$round-$mode-serve.log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
@@ -85,6 +94,8 @@ jq -r --slurpfile b "$WORK/progs-before.json" --argjson cpus "$(nproc)" --argjso
 ' "$WORK/progs-after.json" >"$OUT/bpf-prog-time.txt"
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+# quartiles prints "q1..q3" of its input, by the nearest rank.
+quartiles() { sort -g | awk '{v[NR]=$1} END {q1=int((NR+3)/4); q3=int((3*NR+3)/4); printf "%+.1f..%+.1f", v[q1], v[q3]}'; }
 {
 	echo "ebpf overhead: $ROUNDS rounds, fsync-randwrite 8 jobs $FSYNC_DURATION, stat 1x1 $STAT_DURATION; $(nproc) CPUs, $(uname -r)"
 	printf "%-5s %16s %16s %14s %14s\n" mode write_iops fsync_p99_us stat_ops_s stat_p99_us
@@ -99,16 +110,22 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 		done | median)
 		printf "%-5s %16.0f %16.0f %14.0f %14.1f   server CPU %.1f ms per 1000 writes/s\n" "$mode" "$iops" "$fp99" "$ops" "$sp99" "$cpu"
 	done
-	ratio() { # file-suffix jq-field: the median of the per-round on/off ratios, as a change in %
+	changes() { # file-suffix jq-field: the per-round on/off ratios, as changes in %
 		for round in $(seq "$ROUNDS"); do
 			on=$(jq -r "$2" "$OUT/$round-on-$1.json")
 			off=$(jq -r "$2" "$OUT/$round-off-$1.json")
 			echo "$on $off" | awk '{print ($1 / $2 - 1) * 100}'
-		done | median
+		done
 	}
+	ratio() { changes "$@" | median; }
+	spread() { changes "$@" | quartiles; }
+	[ -n "${AA:-}" ] && echo "A/A run: both arms --ebpf off; the paired figures are the method's noise"
 	printf "paired on/off, median of %d rounds: write IOPS %+.1f %%, fsync p99 %+.1f %%, stat ops/s %+.1f %%, stat p99 %+.1f %%\n" "$ROUNDS" \
 		"$(ratio fsync '.results[0].write_iops')" "$(ratio fsync '.results[0].fsync.p99_us')" \
 		"$(ratio stat '.results[0].ops_per_sec')" "$(ratio stat '.results[0].p99_us')"
+	printf "  quartiles of the paired changes: write IOPS %s %%, fsync p99 %s %%, stat ops/s %s %%, stat p99 %s %%\n" \
+		"$(spread fsync '.results[0].write_iops')" "$(spread fsync '.results[0].fsync.p99_us')" \
+		"$(spread stat '.results[0].ops_per_sec')" "$(spread stat '.results[0].p99_us')"
 	echo "BPF programs during one fsync-randwrite run, its files' layout included (kernel.bpf_stats_enabled):"
 	cat "$OUT/bpf-prog-time.txt"
 	grep -h "ebpf on\|ebpf off" "$OUT"/1-on-serve.log "$OUT"/1-off-serve.log | head -2
