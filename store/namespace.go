@@ -196,7 +196,8 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 	if d.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
-	if _, size, err := s.dirItem(d.ino, name); err == nil {
+	_, size, err := s.dirItem(d.ino, name)
+	if err == nil {
 		return Attr{}, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return Attr{}, err
@@ -232,7 +233,9 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 		}
 	}
 	in.lastTrans.Store(tr.ID())
-	if err := s.addEntry(tr, d, name, ino, dtype(mode)); err != nil {
+	// Under d.mu since the search above: no item of name's hash if size
+	// is 0, and the new inode has no INODE_REF yet.
+	if err := s.addEntryKnown(tr, d, name, ino, dtype(mode), size == 0, true); err != nil {
 		return Attr{}, err
 	}
 	d.size++
