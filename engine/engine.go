@@ -102,13 +102,23 @@ func (tr *Trans) End() {
 
 // Start joins the running transaction.
 func (e *Engine) Start() (*Trans, error) {
+	return e.start(true)
+}
+
+// start is Start; without wait, journal.ErrWouldWait (wrapped) where the
+// journal would wait for the committing transaction to freeze.
+func (e *Engine) start(wait bool) (*Trans, error) {
 	if err := e.checkWritable(); err != nil {
 		return nil, err
 	}
 	if err := e.failure(); err != nil {
 		return nil, err
 	}
-	h, err := e.j.Start()
+	start := e.j.Start
+	if !wait {
+		start = e.j.TryStart
+	}
+	h, err := start()
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

@@ -45,6 +45,18 @@ func (e *Engine) Space() SpaceInfo {
 // free space (unlink, truncate): they always start, so a full device can
 // be emptied.
 func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
+	return e.startReserved(metaBytes, true)
+}
+
+// TryStartReserved is StartReserved for a caller that must not wait (a
+// request served on a connection's reader): where the journal would wait
+// for the committing transaction to freeze, it returns an error wrapping
+// journal.ErrWouldWait, having started nothing.
+func (e *Engine) TryStartReserved(metaBytes uint64) (*Trans, error) {
+	return e.startReserved(metaBytes, false)
+}
+
+func (e *Engine) startReserved(metaBytes uint64, wait bool) (*Trans, error) {
 	if err := e.checkWritable(); err != nil {
 		return nil, err
 	}
@@ -53,7 +65,7 @@ func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
 			return nil, fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d", ErrNoSpace, s.MetaAvailable, metaBytes)
 		}
 	}
-	tr, err := e.Start()
+	tr, err := e.start(wait)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,9 @@ var (
 	ErrFailed = errors.New("journal: failed")
 	// ErrTransidsExhausted: the next transaction id would wrap to 0 ("none").
 	ErrTransidsExhausted = errors.New("journal: transaction ids exhausted")
+	// ErrWouldWait: TryStart declined, since Start would have waited for
+	// the committing transaction to freeze.
+	ErrWouldWait = errors.New("journal: a start would wait for the committing transaction")
 	// ErrOptions: Open was given an option out of its bounds.
 	ErrOptions = errors.New("journal: invalid options")
 )

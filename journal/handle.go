@@ -21,19 +21,28 @@ type Handle struct {
 // T+1. It fails with ErrClosed after Close, and with an error wrapping
 // ErrFailed once a commit has failed.
 func (j *Journal) Start() (*Handle, error) {
-	return j.attach(true)
+	return j.attach(true, true)
+}
+
+// TryStart is Start for a caller that must not wait (a request served on
+// a connection's reader): where Start would wait for the committing
+// transaction's last handle to end, it returns ErrWouldWait having
+// changed nothing.
+func (j *Journal) TryStart() (*Handle, error) {
+	return j.attach(true, false)
 }
 
 // Join is Start for work that belongs only to a transaction that already
 // runs (btrfs: join/attach rather than start): it returns ErrNoTransaction
 // instead of creating one.
 func (j *Journal) Join() (*Handle, error) {
-	return j.attach(false)
+	return j.attach(false, true)
 }
 
 // attach opens a handle on the running transaction; create says whether it
-// may create one.
-func (j *Journal) attach(create bool) (*Handle, error) {
+// may create one, wait whether it may wait for the committing one to
+// freeze (ErrWouldWait if not).
+func (j *Journal) attach(create, wait bool) (*Handle, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.failed != nil {
@@ -49,6 +58,9 @@ func (j *Journal) attach(create bool) (*Handle, error) {
 	// committing one's writers are done). So Start waits here; the rest of
 	// t's commit (the writing) overlaps with t+1.
 	for create && j.committing != nil && j.committing.handlesOpen > 0 && j.failed == nil && !j.closed {
+		if !wait {
+			return nil, ErrWouldWait
+		}
 		j.handlesDrained.Wait()
 	}
 	if j.failed != nil {

@@ -181,3 +181,55 @@ func TestJournal_Start_DuringCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestJournal_TryStart_Declines: while a commit waits for a handle of its
+// transaction to end, TryStart returns ErrWouldWait at once and opens no
+// handle (the commit goes on once the handle ends, with nothing more to
+// wait for); once the transaction is frozen — while its Commit runs — and
+// with no commit at all, TryStart starts a handle as Start does.
+func TestJournal_TryStart_Declines(t *testing.T) {
+	j, r := openTest(t, Options{})
+	inCommit, release := make(chan struct{}), make(chan struct{})
+	r.commitHook = func(tid Transid) error {
+		if tid == 1 {
+			close(inCommit)
+			<-release
+		}
+		return nil
+	}
+	h := mustStart(t, j)
+	done := make(chan error, 1)
+	go func() { _, err := j.CommitNow(testContext(t)); done <- err }()
+	declined := 0
+	for declined == 0 {
+		h2, err := j.TryStart()
+		switch {
+		case errors.Is(err, ErrWouldWait):
+			declined++
+		case err != nil:
+			t.Fatal(err)
+		default:
+			// The commit has not begun: this joined transaction 1.
+			h2.End()
+		}
+	}
+	if _, err := j.TryStart(); !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("TryStart with the commit waiting for a handle: %v, want ErrWouldWait", err)
+	}
+	h.End()
+	<-inCommit
+	h3, err := j.TryStart()
+	if err != nil || h3.Transid() != 2 {
+		t.Fatalf("TryStart while Commit(1) runs: %v", err)
+	}
+	h3.End()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h4, err := j.TryStart()
+	if err != nil {
+		t.Fatalf("TryStart with no commit: %v", err)
+	}
+	h4.End()
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 
 	"ustore/proto"
 	"ustore/store"
@@ -38,14 +39,24 @@ import (
 //     whose lock is free: store.ReadCached only tries its locks and never
 //     touches the device, so it never waits; when it declines, the read
 //     goes to a worker, as every read did before, and the worker's Read
-//     is the one that reads the device and starts any read-ahead.
+//     is the one that reads the device and starts any read-ahead;
+//   - a create, and the unlink of an empty regular file, that the store
+//     can make without waiting: store.CreateNoWait and UnlinkNoWait
+//     decline (store.ErrWouldWait, nothing changed) where Create and
+//     Unlink would wait — an inode not in memory, a lock held, space
+//     short (a commit to unpin first), the running transaction frozen for
+//     its commit with another handle open — and the request then goes to
+//     a worker; a create is a transaction handle and four tree items in
+//     memory, as a stat is a lookup, and gains nothing from a goroutine
+//     of its own.
 //
 // A node-cache miss (a cold inode, a large directory) or a write over the
 // dirty budget therefore holds this connection's reader for the device
 // read or the writeback: the connection's pipelined requests wait behind
 // it, as they would for a full set of slots, while other connections go
-// on. Reads that need the device, readdir and everything that may write
-// or sync keep a worker: a read that misses the page cache would
+// on. Reads that need the device, readdir, the creates and unlinks the
+// store declines and everything else that may write or sync keep a
+// worker: a read that misses the page cache would
 // otherwise serialise a connection's reads on one device round trip each.
 
 // runsInline reports whether req runs on the reader (see above), whatever
@@ -77,10 +88,45 @@ func (c *conn) runInline(ctx context.Context, rt requestTrace, id uint64, req pr
 }
 
 // servedReply is the outcome of a request the reader made before
-// serveRequest: a read answered from memory, and the buffer its data is in.
+// serveRequest: a read answered from memory, and the buffer its data is
+// in; a create or an unlink made without waiting, and its error.
 type servedReply struct {
 	reply proto.Reply
 	out   *[]byte
+	err   error
+}
+
+// namespaceNoWait serves a create or an unlink on the reader if the store
+// can make it without waiting (store.CreateNoWait, store.UnlinkNoWait),
+// and reports whether it did. If not, nothing was done: the request goes
+// to a worker, whose Create or Unlink waits where the reader must not.
+// With a test's filter set, which may refuse a request before the store
+// sees it, every create and unlink goes to a worker.
+func (c *conn) namespaceNoWait(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) bool {
+	if c.s.testFilter.Load() != nil {
+		return false
+	}
+	var served servedReply
+	switch r := req.(type) {
+	case *proto.Create:
+		a, err := c.s.st.CreateNoWait(store.Ino(r.Dir), r.Name, r.Perm)
+		if errors.Is(err, store.ErrWouldWait) {
+			return false
+		}
+		served.reply, _, served.err = attrReply(a, err)
+	case *proto.Unlink:
+		err := c.s.st.UnlinkNoWait(store.Ino(r.Dir), r.Name)
+		if errors.Is(err, store.ErrWouldWait) {
+			return false
+		}
+		served.reply, _, served.err = emptyOr(err)
+	default:
+		return false
+	}
+	reply, out, err := c.serveRequest(ctx, rt, req, limits, &served)
+	proto.PutBuffer(reqBuf)
+	c.answer(c.encode(id, req.Op(), out, reply, err, charge))
+	return true
 }
 
 // readCached serves r on the reader if the store can answer it from

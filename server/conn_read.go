@@ -106,6 +106,9 @@ func (c *conn) readLoop(limits proto.Limits) *response {
 		if r, ok := req.(*proto.Read); ok && c.readCached(ctx, rt, f.ID, r, limits, charge) {
 			continue
 		}
+		if c.namespaceNoWait(ctx, rt, f.ID, req, buf, limits, charge) {
+			continue
+		}
 		c.workers.Add(1)
 		go c.run(ctx, rt, f.ID, req, buf, limits, charge)
 	}

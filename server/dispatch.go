@@ -135,6 +135,9 @@ func (c *conn) serveRequest(ctx context.Context, rt requestTrace, req proto.Requ
 	switch {
 	case served != nil:
 		reply, out = served.reply, served.out
+		if err == nil {
+			err = served.err
+		}
 		if err != nil {
 			reply = nil
 		}

@@ -143,4 +143,11 @@
 //     declining changes nothing a Read depends on), and an inline read is
 //     at most inlineReadMax bytes. (conn.readCached;
 //     TestServer_Inline_CachedRead, TestStore_ReadCached_MemoryOnly)
+//  10. A create or an unlink runs on the reader only if
+//     store.CreateNoWait or UnlinkNoWait made it, which decline
+//     (ErrWouldWait) before their first change wherever Create and Unlink
+//     would wait for a lock, an inode load, a commit or space; a declined
+//     one goes to a worker untouched, and one made answers as the
+//     worker's would. (conn.namespaceNoWait; TestServer_Inline_*,
+//     TestStore_NoWait_DeclinesWithoutSideEffects)
 package server

@@ -10,6 +10,7 @@ import (
 
 	"ustore/client"
 	"ustore/proto"
+	"ustore/store"
 )
 
 // whereServed says which goroutine the hook runs on: a request's worker
@@ -29,11 +30,12 @@ func whereServed() string {
 }
 
 // TestServer_Inline_WhichOnReader: stat, lookup, statfs, a buffered write
-// of whole blocks and a read of blocks in memory run on the connection's
-// reader goroutine; a write of part of a block, a write with a sync flag,
-// a readdir and the ops that change the namespace or sync run on a worker
-// goroutine of their own (the stack the hook runs on says which). Every
-// one is answered.
+// of whole blocks, a read of blocks in memory, a create and the unlink of
+// an empty file run on the connection's reader goroutine; a write of part
+// of a block, a write with a sync flag, a readdir, an fsync, a mkdir and
+// the unlink of a file with data (which the store declines to make
+// without waiting) run on a worker goroutine of their own (the stack the
+// hook runs on says which). Every one is answered.
 func TestServer_Inline_WhichOnReader(t *testing.T) {
 	var mu sync.Mutex
 	where := map[string]string{}
@@ -61,6 +63,10 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 		func() error { _, err := c.Read(ctx, f.Ino, 0, make([]byte, 4096)); return err },
 		func() error { _, err := c.ReadDir(ctx, client.RootIno, 0, 10); return err },
 		func() error { return c.Fsync(ctx, f.Ino, false) },
+		func() error { _, err := c.Create(ctx, client.RootIno, "e", 0o644); return err },
+		func() error { return c.Unlink(ctx, client.RootIno, "e") },
+		func() error { _, err := c.Mkdir(ctx, client.RootIno, "d", 0o755); return err },
+		func() error { return c.Unlink(ctx, client.RootIno, "f") },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
@@ -68,7 +74,8 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"create": "worker", "stat": "reader", "lookup": "reader", "statfs": "reader",
+		"create": "reader", "unlink of an empty file": "reader", "unlink of a file with data": "worker",
+		"mkdir": "worker", "stat": "reader", "lookup": "reader", "statfs": "reader",
 		"write whole blocks": "reader", "write part of a block": "worker", "write dsync": "worker",
 		"read": "reader", "readdir": "worker", "fsync": "worker",
 	}
@@ -154,6 +161,12 @@ func TestServer_Inline_CachedRead(t *testing.T) {
 
 // describe names a request for TestServer_Inline_WhichOnReader.
 func describe(req proto.Request) string {
+	if u, ok := req.(*proto.Unlink); ok {
+		if u.Name == "e" {
+			return "unlink of an empty file"
+		}
+		return "unlink of a file with data"
+	}
 	if w, ok := req.(*proto.Write); ok {
 		switch {
 		case w.Flags&proto.WriteDsync != 0:
@@ -203,5 +216,51 @@ func TestServer_Inline_NotHeldBehindWorker(t *testing.T) {
 	close(g.release)
 	if f := rc.read(); f.ID != 6 || f.Status != proto.StatusNotExist {
 		t.Fatalf("the held read: %+v", f)
+	}
+}
+
+// TestServer_Inline_CreatesNotHeldBehindWorker: creates and unlinks
+// pipelined behind a request that a worker holds are made and answered
+// while it is held (on the reader, store.CreateNoWait and UnlinkNoWait),
+// and the held request is answered once released.
+func TestServer_Inline_CreatesNotHeldBehindWorker(t *testing.T) {
+	st, _ := newTestStore(t)
+	g := newGate(1, func(r proto.Request) bool { _, ok := r.(*proto.Read); return ok })
+	ts := startServer(t, st, Options{}, g.hook)
+	rc, _ := handshake(t, ts.sock)
+	names := []string{"a", "b", "c", "d", "e"}
+	var b []byte
+	b = append(b, request(t, 1, &proto.Read{Ino: 1 << 40, Len: 1})...)
+	for i, n := range names {
+		b = append(b, request(t, uint64(2+i), &proto.Create{Dir: client.RootIno, Perm: 0o644, Name: n})...)
+	}
+	rc.write(b)
+	g.wait(t, 1)
+	seen := map[uint64]bool{}
+	for range names {
+		f := rc.read()
+		if f.Status != proto.StatusOK || f.ID < 2 || f.ID > 6 || seen[f.ID] {
+			t.Fatalf("create response %+v", f)
+		}
+		seen[f.ID] = true
+	}
+	b = nil
+	for i, n := range names {
+		b = append(b, request(t, uint64(7+i), &proto.Unlink{Dir: client.RootIno, Name: n})...)
+	}
+	rc.write(b)
+	for range names {
+		f := rc.read()
+		if f.Status != proto.StatusOK || f.ID < 7 || f.ID > 11 || seen[f.ID] {
+			t.Fatalf("unlink response %+v", f)
+		}
+		seen[f.ID] = true
+	}
+	close(g.release)
+	if f := rc.read(); f.ID != 1 || f.Status != proto.StatusNotExist {
+		t.Fatalf("the held read: %+v", f)
+	}
+	if left, err := st.ReadDir(store.RootIno, 0, 100); err != nil || len(left) != 0 {
+		t.Fatalf("left in the root: %v %v", left, err)
 	}
 }

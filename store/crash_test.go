@@ -885,8 +885,16 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	var newIno Ino
 	switch op.kind {
 	case opCreate:
+		// On even steps as the server's connection reader makes it:
+		// CreateNoWait first, Create where it declines.
 		var a Attr
-		a, err = s.Create(r.dir, r.name, 0o644)
+		err = ErrWouldWait
+		if step%2 == 0 {
+			a, err = s.CreateNoWait(r.dir, r.name, 0o644)
+		}
+		if errors.Is(err, ErrWouldWait) {
+			a, err = s.Create(r.dir, r.name, 0o644)
+		}
 		newIno = a.Ino
 	case opSymlink:
 		var a Attr
@@ -911,7 +919,14 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	case opLink:
 		_, err = s.Link(r.ino, r.dir2, r.nam2)
 	case opUnlink:
-		err = s.Unlink(r.dir, r.name)
+		// As opCreate: UnlinkNoWait first on even steps.
+		err = ErrWouldWait
+		if step%2 == 0 {
+			err = s.UnlinkNoWait(r.dir, r.name)
+		}
+		if errors.Is(err, ErrWouldWait) {
+			err = s.Unlink(r.dir, r.name)
+		}
 	case opRmdir:
 		err = s.Rmdir(r.dir, r.name)
 	case opRename:

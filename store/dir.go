@@ -38,16 +38,25 @@ func (s *Store) dirItem(dir Ino, name string) (engine.DirEntry, int, error) {
 // addEntry adds name → child (of type typ) to dir in tr: dir.mu held, the
 // name absent. It does not touch either inode's item.
 func (s *Store) addEntry(tr *engine.Trans, dir *inode, name string, child Ino, typ uint8) error {
+	return s.addEntryKnown(tr, dir, name, child, typ, false, false)
+}
+
+// addEntryKnown is addEntry for a caller that knows that name's DIR_ITEM
+// (nameAbsent: no name of its hash in dir, seen under dir.mu) or the
+// child's INODE_REF in dir (refAbsent: a new inode) is not there: that
+// item is inserted without the search for it first (a create's two
+// searches fewer).
+func (s *Store) addEntryKnown(tr *engine.Trans, dir *inode, name string, child Ino, typ uint8, nameAbsent, refAbsent bool) error {
 	idx := dir.nextIndex
 	e := engine.DirEntry{Child: child, Type: typ, Index: idx, Name: []byte(name)}
-	if err := s.appendEntry(tr, dirItemKey(dir.ino, name), e); err != nil {
+	if err := s.appendEntryKnown(tr, dirItemKey(dir.ino, name), e, nameAbsent); err != nil {
 		return err
 	}
 	if err := s.fs.InsertItem(tr, dirIndexKey(dir.ino, idx), engine.EncodeDirEntries(nil, e)); err != nil {
 		return err
 	}
 	ref := engine.DirEntry{Child: dir.ino, Index: idx, Name: e.Name}
-	if err := s.appendEntry(tr, refKey(child, dir.ino), ref); err != nil {
+	if err := s.appendEntryKnown(tr, refKey(child, dir.ino), ref, refAbsent); err != nil {
 		return err
 	}
 	s.track.entryAdded(tr.ID(), dir.ino, idx, child)
@@ -69,7 +78,17 @@ func (s *Store) removeEntry(tr *engine.Trans, dir Ino, name string, e engine.Dir
 
 // appendEntry adds e to the list item at key, creating it.
 func (s *Store) appendEntry(tr *engine.Trans, key engine.Key, e engine.DirEntry) error {
-	old, err := s.fs.Lookup(key)
+	return s.appendEntryKnown(tr, key, e, false)
+}
+
+// appendEntryKnown is appendEntry; with absent, the caller knows there is
+// no item at key, and it is inserted without a search for it first.
+func (s *Store) appendEntryKnown(tr *engine.Trans, key engine.Key, e engine.DirEntry, absent bool) error {
+	var old []byte
+	err := engine.ErrNotFound
+	if !absent {
+		old, err = s.fs.Lookup(key)
+	}
 	if errors.Is(err, engine.ErrNotFound) {
 		s.track.itemGrown(tr.ID(), key, engine.DirEntrySize(len(e.Name)), s.e.ItemDataMax())
 		return s.fs.InsertItem(tr, key, engine.EncodeDirEntries(nil, e))

@@ -137,6 +137,18 @@
 //     (LogXattrs), and replay makes the set exactly the logged one.
 //     (changeXattr, logXattrs, replayer.ReplayXattrs; Check;
 //     TestCrash_Xattrs)
+//  19. CreateNoWait and UnlinkNoWait never wait for what Create and
+//     Unlink may wait for (an inode load, a lock a holder keeps across
+//     I/O, a commit to unpin space, the freeze of a committing
+//     transaction): each such step is a peek or a TryLock, every refusal
+//     (ErrWouldWait) comes before the transaction handle starts and
+//     changes nothing, and the handle's start is the last refusable step
+//     (engine.TryStartReserved). From there they are Create and Unlink:
+//     the same code, the same transaction, the same answers. The inodes
+//     they change are held in memory by their mu, not a reference
+//     (invariant 17 holds: the table does not evict an inode whose mu is
+//     held). (nowait.go; TestStore_NoWait_DeclinesWithoutSideEffects,
+//     TestCrash_Workloads: creates and unlinks of even steps)
 //
 // # The fsync path
 //

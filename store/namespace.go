@@ -168,7 +168,7 @@ func (s *Store) Mkdir(dir Ino, name string, perm uint32) (Attr, error) {
 // makeInode makes an inode of mode named name in dir; a symbolic link's
 // target (checked by the caller) is its inline extent, in the same
 // transaction.
-func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (_ Attr, err error) {
+func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (Attr, error) {
 	if err := s.writable(); err != nil {
 		return Attr{}, err
 	}
@@ -185,10 +185,19 @@ func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (_ A
 	defer s.itab.put(d)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return s.makeInodeLocked(d, name, mode, target, s.startMeta)
+}
+
+// makeInodeLocked is makeInode in directory d, whose mu the caller holds;
+// start starts the transaction handle (startMeta, or tryStartMeta for a
+// caller that must not wait).
+func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target string,
+	start func(meta uint64) (*engine.Trans, error)) (_ Attr, err error) {
 	if d.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
-	if _, size, err := s.dirItem(dir, name); err == nil {
+	_, size, err := s.dirItem(d.ino, name)
+	if err == nil {
 		return Attr{}, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return Attr{}, err
@@ -197,7 +206,7 @@ func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (_ A
 	}
 	// The new inode's INODE_REF holds this one name: it always fits
 	// (engine/fs_items.go asserts it).
-	tr, err := s.startMeta(s.opMeta)
+	tr, err := start(s.opMeta)
 	if err != nil {
 		return Attr{}, err
 	}
@@ -224,7 +233,9 @@ func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (_ A
 		}
 	}
 	in.lastTrans.Store(tr.ID())
-	if err := s.addEntry(tr, d, name, ino, dtype(mode)); err != nil {
+	// Under d.mu since the search above: no item of name's hash if size
+	// is 0, and the new inode has no INODE_REF yet.
+	if err := s.addEntryKnown(tr, d, name, ino, dtype(mode), size == 0, true); err != nil {
 		return Attr{}, err
 	}
 	d.size++
@@ -386,6 +397,14 @@ func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *i
 	defer victim.wbMu.Unlock()
 	unlock := lockAll(d, victim)
 	defer unlock()
+	return s.removeHeld(d, name, e, victim, wantDir, s.e.StartReserved)
+}
+
+// removeHeld is removeLocked with d.mu, victim.wbMu and victim.mu held;
+// start starts the transaction handle (StartReserved, or TryStartReserved
+// for a caller that must not wait).
+func (s *Store) removeHeld(d *inode, name string, e engine.DirEntry, victim *inode, wantDir bool,
+	start func(meta uint64) (*engine.Trans, error)) (done bool, err error) {
 	if d.deleted.Load() {
 		return true, syscall.ENOENT
 	}
@@ -410,7 +429,7 @@ func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *i
 			return true, syscall.ENOTEMPTY
 		}
 	}
-	tr, err := s.e.StartReserved(0)
+	tr, err := start(0)
 	if err != nil {
 		return true, err
 	}

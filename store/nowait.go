@@ -1,0 +1,152 @@
+package store
+
+import (
+	"errors"
+
+	"ustore/engine"
+	"ustore/journal"
+)
+
+// Namespace operations for a caller that must not wait: the server's
+// connection reader, which serves a create or an unlink itself when the
+// store can make it without waiting (server/conn_inline.go), and hands it
+// to a worker otherwise — as ReadCached does for reads.
+//
+// CreateNoWait and UnlinkNoWait are Create and Unlink, except that where
+// those would wait they return ErrWouldWait at once, having changed
+// nothing: every check that may decline comes before the transaction
+// handle starts, and the handle's start is the last of them. They
+// decline when
+//   - the directory (or, for an unlink, the victim) is not in the inode
+//     table: loading it reads the device;
+//   - a lock they need is held (TryLock): its holder may keep it across
+//     I/O (a writeback holds a file's wbMu, an fsync a directory's mu);
+//   - space is short: Create and Unlink would first commit to unpin what
+//     earlier transactions freed (makeRoom), or might answer ENOSPC;
+//   - the running transaction is frozen for its commit and another
+//     handle is still open (engine.TryStartReserved): Start would wait
+//     for that handle;
+//   - for an unlink, the victim is anything but an empty regular file
+//     with no buffered pages and no open holds: freeing extents or making
+//     an orphan is more than one short transaction's work;
+//   - anything else out of the common path (a name that does not parse,
+//     a directory that is not one): the worker gives the answer.
+// Once the handle has started they finish as Create and Unlink do, and
+// their answers are the same: an error then is the operation's own
+// (EEXIST, ENOENT, …). What they do not avoid is what the inline stat and
+// lookup do not avoid either: a tree node that is not in the node cache
+// is read from the device, a tree lock another writer holds is waited
+// for (writers hold those for a node's change, not across a commit), and
+// the inode table's shard lock, which a load of another inode of the
+// shard holds across its read, is taken to add the new inode.
+//
+// Neither takes a reference on an inode: with the inode's mu held, the
+// table does not evict it (inodeTable.evictLocked), and they check that
+// the inode they peeked is the table's before they use it (ReadCached's
+// rule).
+
+// ErrWouldWait is a NoWait entry point's refusal: the operation would
+// have had to wait, and nothing was changed. Call the waiting one.
+var ErrWouldWait = errors.New("store: the operation would wait")
+
+// CreateNoWait is Create for a caller that must not wait: ErrWouldWait
+// where Create would (see above).
+func (s *Store) CreateNoWait(dir Ino, name string, perm uint32) (Attr, error) {
+	if s.writable() != nil || checkName(name) != nil || !s.roomWithoutCommit() {
+		return Attr{}, ErrWouldWait
+	}
+	d := s.peekLocked(dir)
+	if d == nil {
+		return Attr{}, ErrWouldWait
+	}
+	defer d.mu.Unlock()
+	if !d.isDir() || d.deleted.Load() {
+		return Attr{}, ErrWouldWait
+	}
+	a, err := s.makeInodeLocked(d, name, ModeFile|perm&ModePerm, "", s.tryStartMeta)
+	if errors.Is(err, ErrWouldWait) {
+		return Attr{}, err
+	}
+	return a, opErr("create", name, err)
+}
+
+// UnlinkNoWait is Unlink for a caller that must not wait: ErrWouldWait
+// where Unlink would (see above).
+func (s *Store) UnlinkNoWait(dir Ino, name string) error {
+	if s.writable() != nil || checkName(name) != nil || !s.roomWithoutCommit() {
+		return ErrWouldWait
+	}
+	d := s.peekLocked(dir)
+	if d == nil {
+		return ErrWouldWait
+	}
+	defer d.mu.Unlock()
+	if !d.isDir() || d.deleted.Load() {
+		return ErrWouldWait
+	}
+	e, err := s.findEntry(d.ino, name)
+	if err != nil {
+		// ENOENT, or the tree's error: Unlink's answer too, but Unlink
+		// gives it with its own checks first.
+		return ErrWouldWait
+	}
+	victim := s.itab.peek(e.Child)
+	if victim == nil || victim == d || !victim.wbMu.TryLock() {
+		return ErrWouldWait
+	}
+	defer victim.wbMu.Unlock()
+	if !victim.mu.TryLock() {
+		return ErrWouldWait
+	}
+	defer victim.mu.Unlock()
+	if s.itab.peek(e.Child) != victim || victim.deleted.Load() || victim.isDir() || victim.isLink() ||
+		victim.size != 0 || victim.diskSize != 0 || !victim.pages.empty() || victim.holds > 0 {
+		return ErrWouldWait
+	}
+	_, err = s.removeHeld(d, name, e, victim, false, s.tryStart)
+	if errors.Is(err, ErrWouldWait) {
+		return err
+	}
+	return opErr("unlink", name, err)
+}
+
+// peekLocked returns inode ino with its mu held if it is in the table and
+// its mu is free; nil otherwise. The table does not evict an inode whose
+// mu is held, so it stays the table's until mu is given back.
+func (s *Store) peekLocked(ino Ino) *inode {
+	in := s.itab.peek(ino)
+	if in == nil || !in.mu.TryLock() {
+		return nil
+	}
+	if s.itab.peek(ino) != in {
+		// Evicted (and perhaps loaded again) since the peek.
+		in.mu.Unlock()
+		return nil
+	}
+	return in
+}
+
+// roomWithoutCommit reports whether an operation may start without the
+// commit makeRoom would make first.
+func (s *Store) roomWithoutCommit() bool {
+	return s.e.Space().Available >= s.opMeta+uint64(s.wb.reservedBytes())
+}
+
+// tryStartMeta is startMeta without a wait: ErrWouldWait where the
+// journal would wait, and where startMeta would refuse with ENOSPC (the
+// waiting path commits to unpin first).
+func (s *Store) tryStartMeta(meta uint64) (*engine.Trans, error) {
+	if avail, promised := s.e.Space().Available, uint64(s.wb.reservedBytes()); avail < promised+meta {
+		return nil, ErrWouldWait
+	}
+	return s.tryStart(meta)
+}
+
+// tryStart is engine.TryStartReserved with its refusals as ErrWouldWait.
+func (s *Store) tryStart(meta uint64) (*engine.Trans, error) {
+	tr, err := s.e.TryStartReserved(meta)
+	if errors.Is(err, journal.ErrWouldWait) || errors.Is(err, engine.ErrNoSpace) {
+		return nil, ErrWouldWait
+	}
+	return tr, err
+}
