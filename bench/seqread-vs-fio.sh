@@ -92,7 +92,7 @@ run_ustore() { # name, binary, rep
 			perf stat -p "$SERVER" -o "$OUT/$1-$3.perf-stat.txt" -- sleep 4 &
 		fi
 	fi
-	"$2" bench seqread --socket "$SOCK" --size "$SIZE" --json >"$OUT/$1-$3.json"
+	"$USTORE" bench seqread --socket "$SOCK" --size "$SIZE" --json >"$OUT/$1-$3.json"
 	[[ -n "$prof" ]] && wait "$prof" || true
 	curl -s "http://$METRICS/metrics" | grep -E '^ustore_store_cache_(read|page)' >"$OUT/$1-$3.metrics" || true
 	stop_server
