@@ -122,7 +122,17 @@ func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []bl
 	var chunks []*raChunk
 	var runs []blockRun
 	for from < target && len(in.raFlight) < readAheadChunksMax {
+		if e := in.inFlightAtLocked(from); e != 0 {
+			// An older run's chunk is reading these blocks already.
+			from = e
+			continue
+		}
 		c := &raChunk{first: from, end: min(from+readAheadChunkBlocks, end)}
+		for _, f := range in.raFlight {
+			if f.first > c.first && f.first < c.end {
+				c.end = f.first // up to the next chunk in flight
+			}
+		}
 		var cr []blockRun
 		for b := c.first; b < c.end; b++ {
 			if in.pages.lookup(b) == nil && s.pc.get(epoch, b) == nil {
@@ -143,6 +153,17 @@ func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []bl
 	}
 	in.raEnd = max(in.raEnd, from)
 	return chunks, runs
+}
+
+// inFlightAtLocked returns the end of the chunk in flight that holds block
+// b, or 0 if none does (in.mu held).
+func (in *inode) inFlightAtLocked(b uint64) uint64 {
+	for _, c := range in.raFlight {
+		if c.first <= b && b < c.end {
+			return c.end
+		}
+	}
+	return 0
 }
 
 // readAheadWaitLocked returns the chunks in flight that hold a block of

@@ -262,3 +262,41 @@ func TestReadAhead_Concurrent_Pipeline(t *testing.T) {
 	checkBudget(t, s)
 	closeCheck(t, s)
 }
+
+// TestReadAhead_NewRun_SkipsChunksInFlight: a run that ends (a read
+// elsewhere) while its chunks are in flight, followed by a new run over
+// them, issues no chunk for the blocks still being read: it waits for
+// them like any read.
+func TestReadAhead_NewRun_SkipsChunksInFlight(t *testing.T) {
+	hd := newHoldDev(newTestDevice(t, 128<<20))
+	s, ino, data := seqFile(t, hd, 24)
+	chunkBytes := readAheadChunkBlocks * blockSize
+	buf := make([]byte, chunkBytes)
+	if _, err := s.Read(ino, 0, buf); err != nil { // chunk 0, and 1 carried
+		t.Fatal(err)
+	}
+	hd.holding.Store(true)
+	if _, err := s.Read(ino, uint64(chunkBytes), buf); err != nil { // chunks 2 and 3 ahead, held
+		t.Fatal(err)
+	}
+	h := hd.next(t)
+	small := make([]byte, blockSize)
+	// Far away (the run ends), then back to cached block 400 (another
+	// run's first read), then 401: the new run's window reaches into
+	// chunk 2, in flight.
+	for _, b := range []uint64{5000, 400, 401} {
+		if _, err := s.Read(ino, b*blockSize, small); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(small, data[b*blockSize:(b+1)*blockSize]) {
+			t.Fatalf("block %d: wrong bytes", b)
+		}
+	}
+	if got := s.CacheStats().ReadAheadChunks; got != 2 {
+		t.Fatalf("%d chunks of read-ahead in flight, want the first run's 2: a new chunk was issued over them", got)
+	}
+	close(h.release)
+	hd.holding.Store(false)
+	waitChunks(t, s, 0)
+	closeCheck(t, s)
+}
