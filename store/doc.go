@@ -11,7 +11,9 @@
 // dir.go (the three items of a name), name_room.go (room for a name in its
 // list items), attr.go (stat, setattr, statfs, readdir), xattr.go
 // (extended attributes), times.go (the timestamp range), io.go (write,
-// read), read_cached.go (a read from memory that never waits), pages.go
+// read), read_cached.go (a read from memory that never waits), read_ahead.go
+// (a sequential reader's next chunks, in the background), read_blocks.go
+// (file blocks from the device, checked), pages.go
 // (buffered pages), writeback.go, writeback_pipeline.go and flusher.go
 // (dirty data to extents; the budget), extents.go and csum.go (extent and
 // checksum items), truncate.go, fallocate.go (allocate and punch: extents
@@ -149,6 +151,17 @@
 //     (invariant 17 holds: the table does not evict an inode whose mu is
 //     held). (nowait.go; TestStore_NoWait_DeclinesWithoutSideEffects,
 //     TestCrash_Workloads: creates and unlinks of even steps)
+//  20. Read-ahead is bounded and reads a block once: an inode has at most
+//     readAheadChunksMax chunks in flight and the store
+//     readAheadInflightMax, each holding a slot from its issue to its
+//     end; a chunk is on its inode's raFlight until its blocks are
+//     cached or refused, and a read that misses one of its blocks waits
+//     for it (once) before it reads the device. A background read fills
+//     only the inode the table holds, with a reference, under invariant
+//     13's rules; Close waits for every one before the engine closes.
+//     (readAheadLocked, readAheadDoneLocked, readAheadRun,
+//     readAheadClose; TestReadAhead_*,
+//     TestPageCache_Concurrent_NeverStaleSequential)
 //
 // # The fsync path
 //

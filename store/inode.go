@@ -73,10 +73,15 @@ type inode struct {
 	// inode table (kept_epochs.go), replaced when all its
 	// cached blocks must go at once. cacheSeq counts the changes that may
 	// make a block read from the device stale before it is cached: new
-	// dirty pages and epoch changes. raNext is the block after the last
-	// read's end: a read that starts there is sequential and reads ahead.
-	// All three guarded by mu.
-	epoch, cacheSeq, raNext uint64
+	// dirty pages and epoch changes. All guarded by mu.
+	epoch, cacheSeq uint64
+	// The read-ahead window (read_ahead.go), guarded by mu: raNext is the
+	// block after the sequential run's last read, raEnd the block after
+	// what read-ahead has issued for it (0: nothing), raChunks how many
+	// chunks it keeps ahead, raFlight its chunks in flight.
+	raNext, raEnd uint64
+	raChunks      int
+	raFlight      []*raChunk
 	// nextIndex is a directory's next DIR_INDEX offset.
 	nextIndex uint64
 	// holds counts a file's Open holds (orphan.go); each holds one of

@@ -190,16 +190,30 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 	if err := in.regularOnly(); err != nil {
 		return 0, err
 	}
+	// A read waits at most once for read-ahead in flight (read_ahead.go);
+	// what is still missing after that comes from the device.
+	for waited := false; ; waited = true {
+		n, done, err := s.readOnce(in, off, buf, waited)
+		if done {
+			return n, err
+		}
+	}
+}
+
+// readOnce is one pass of a read: it returns done false, having waited for
+// the read-ahead in flight that holds blocks it misses, when the read
+// should look again (only if !waited).
+func (s *Store) readOnce(in *inode, off uint64, buf []byte, waited bool) (n int, done bool, err error) {
 	in.mu.Lock()
 	if in.deleted.Load() {
 		in.mu.Unlock()
-		return 0, syscall.ENOENT
+		return 0, true, syscall.ENOENT
 	}
 	if off >= in.size || len(buf) == 0 {
 		in.mu.Unlock()
-		return 0, nil
+		return 0, true, nil
 	}
-	n := int(min(uint64(len(buf)), in.size-off))
+	n = int(min(uint64(len(buf)), in.size-off))
 	end := off + uint64(n)
 	first, last := off/blockSize, (end-1)/blockSize
 	epoch := s.epochLocked(in)
@@ -221,23 +235,42 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 		}
 		missing = addBlock(missing, b, false)
 	}
+	if !waited {
+		if w := in.readAheadWaitLocked(missing); len(w) > 0 {
+			in.mu.Unlock()
+			s.stats.readAheadWaits.Add(1)
+			for _, c := range w {
+				<-c.done
+			}
+			return 0, false, nil
+		}
+	}
 	s.stats.pageHits.Add(hits)
 	s.stats.pageMisses.Add(blocksIn(missing))
-	sequential := first == in.raNext
-	in.raNext = last + 1
-	if len(missing) == 0 {
-		in.mu.Unlock()
-		return n, nil
-	}
-	demand := len(missing)
-	if sequential {
-		missing = s.readAheadLocked(in, epoch, missing, last)
-	}
 	fill := cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
+	var chunks []*raChunk
+	var ahead []blockRun
+	// A read that starts a run carries its first chunk of read-ahead in
+	// its own submission; later ones leave the window's top-up to the
+	// background, so that no read waits for more than its own blocks.
+	carry := false
+	if in.sequentialLocked(first, last) {
+		carry = in.raChunks == 1 && len(missing) > 0
+		chunks, ahead = s.readAheadLocked(in, epoch, last)
+	}
 	in.mu.Unlock()
+	if !carry {
+		s.readAheadStart(in, chunks, ahead, fill)
+		chunks, ahead = nil, nil
+	}
+	if len(missing) == 0 {
+		return n, true, nil
+	}
 
-	// deliver copies a run's part of [off, end) into buf (read-ahead runs
-	// have none) and keeps the run for the cache.
+	demand := len(missing)
+	missing = append(missing, ahead...)
+	// deliver copies a piece's part of [off, end) into buf (read-ahead
+	// has none) and keeps the piece for the cache.
 	deliver := func(r blockRun, data []byte) {
 		bs := r.first * blockSize
 		lo, hi := max(off, bs), min(end, bs+uint64(len(data)))
@@ -257,11 +290,13 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 	}
 	in.extMu.RUnlock()
 	if err != nil {
-		return 0, err
+		fill.blocks, fill.bufs = nil, nil
+		s.readCacheFill(in, &fill, chunks)
+		return 0, true, err
 	}
 	if testHookBeforeFill != nil {
 		testHookBeforeFill(in.ino)
 	}
-	s.readCacheFill(in, &fill)
-	return n, nil
+	s.readCacheFill(in, &fill, chunks)
+	return n, true, nil
 }

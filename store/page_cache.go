@@ -127,23 +127,37 @@ func (s *Store) teardownPerRange(in *inode) {
 	}
 }
 
-// CacheStats are the page cache's and the shared budget's figures.
+// CacheStats are the page cache's and the shared budget's figures (served
+// on /metrics as ustore_store_cache_*: the tags say which are gauges).
 type CacheStats struct {
 	// BudgetBytes is --cache-size; Bytes what nodes and pages hold of it
 	// now (their sum, exactly), NodeBytes and PageBytes each part, Pages
 	// the cached data blocks.
-	BudgetBytes, Bytes, NodeBytes, PageBytes, Pages int64
+	BudgetBytes int64 `metric:"gauge"`
+	Bytes       int64 `metric:"gauge"`
+	NodeBytes   int64 `metric:"gauge"`
+	PageBytes   int64 `metric:"gauge"`
+	Pages       int64 `metric:"gauge"`
 	// PageHits and PageMisses count block lookups in the page cache by
-	// reads that found no buffered page; ReadAheadBlocks the blocks read
-	// ahead of a sequential reader. CachedReads counts the reads
-	// ReadCached served (their blocks are among PageHits).
+	// reads that found no buffered page (the hit ratio is hits over
+	// both); ReadAheadBlocks the blocks read ahead of a sequential
+	// reader. CachedReads counts the reads ReadCached served (their
+	// blocks are among PageHits).
 	PageHits, PageMisses, ReadAheadBlocks, CachedReads uint64
+	// ReadSubmissions counts the device submissions of file reads (a
+	// read's own blocks, with or without read-ahead, and read-ahead
+	// alone); ReadAheadSubmissions those read-ahead made in the
+	// background; ReadAheadWaits the reads that waited for a chunk of
+	// read-ahead in flight instead of reading its blocks again.
+	ReadSubmissions, ReadAheadSubmissions, ReadAheadWaits uint64
+	// ReadAheadChunks is how many chunks of read-ahead are in flight now.
+	ReadAheadChunks int64 `metric:"gauge"`
 	// Evictions counts data pages the hand (or Clear) dropped.
 	Evictions int64
 	// EpochsKept is how many evicted inodes' epochs the inode table
 	// holds now; EpochsResumed counts inodes loaded again that continued
 	// theirs (kept_epochs.go).
-	EpochsKept    int
+	EpochsKept    int `metric:"gauge"`
 	EpochsResumed uint64
 }
 
@@ -155,6 +169,8 @@ func (s *Store) CacheStats() CacheStats {
 		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
 		PageHits: s.stats.pageHits.Load(), PageMisses: s.stats.pageMisses.Load(),
 		ReadAheadBlocks: s.stats.readAheadBlocks.Load(), CachedReads: s.stats.cachedReads.Load(),
+		ReadSubmissions: s.stats.readSubmissions.Load(), ReadAheadSubmissions: s.stats.readAheadSubmissions.Load(),
+		ReadAheadWaits: s.stats.readAheadWaits.Load(), ReadAheadChunks: s.ra.inflight.Load(),
 		Evictions:  st.Evictions,
 		EpochsKept: s.itab.keptCount(), EpochsResumed: s.stats.epochsResumed.Load(),
 	}

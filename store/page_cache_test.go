@@ -220,31 +220,45 @@ func TestPageCache_Concurrent_NeverStaleAcrossEviction(t *testing.T) {
 	neverStaleRun(t, neverStale{evict: true})
 }
 
+// TestPageCache_Concurrent_NeverStaleSequential is the same run with
+// sequential readers, each going through the files front to back, with
+// ReadCached first: read-ahead in flight (its own submissions, in the
+// background) meets the writers' overwrites, truncates and renames.
+func TestPageCache_Concurrent_NeverStaleSequential(t *testing.T) {
+	neverStaleRun(t, neverStale{seq: true, cached: true})
+}
+
 // neverStale says how neverStaleRun varies: evict runs an evicter of
 // inodes beside the writers and readers; cached makes the readers try
 // ReadCached first, then Read if it declines, as the server's connection
-// reader does.
-type neverStale struct{ evict, cached bool }
+// reader does; seq makes the readers sequential.
+type neverStale struct{ evict, cached, seq bool }
 
 // neverStaleRun is TestPageCache_Concurrent_NeverStale, varied by how.
 func neverStaleRun(t *testing.T, how neverStale) {
 	d := newTestDevice(t, 128<<20)
-	s := openTest(t, d, Options{CacheBytes: 1 << 20, DirtyBytes: 1 << 20})
 	const (
 		files   = 3
-		blocks  = 64
 		readers = 3
 		rounds  = 3000
 	)
+	// Sequential readers read files of several chunks of read-ahead, in
+	// a cache that holds a few chunks.
+	blocks, cacheBytes := 64, int64(1<<20)
+	if how.seq {
+		blocks, cacheBytes = 4*readAheadChunkBlocks, 6<<20
+	}
+	s := openTest(t, d, Options{CacheBytes: cacheBytes, DirtyBytes: 1 << 20})
 	type file struct {
 		mu    sync.RWMutex // held for writing across a replacement (truncate, rename over)
 		ino   atomic.Uint64
-		acked [blocks]atomic.Uint64 // latest acknowledged version per block
+		acked []atomic.Uint64 // latest acknowledged version per block
 	}
 	var fs [files]file
 	for i := range fs {
 		ino := mustCreate(t, s, RootIno, fmt.Sprintf("f%d", i), nil)
 		fs[i].ino.Store(uint64(ino))
+		fs[i].acked = make([]atomic.Uint64, blocks)
 	}
 	var version atomic.Uint64
 	var wg sync.WaitGroup
@@ -262,7 +276,7 @@ func neverStaleRun(t *testing.T, how neverStale) {
 					ino := Ino(f.ino.Load())
 					err := s.Truncate(ino, 0)
 					if err == nil {
-						err = s.Truncate(ino, blocks*blockSize)
+						err = s.Truncate(ino, uint64(blocks)*blockSize)
 					}
 					for b := range f.acked {
 						f.acked[b].Store(0)
@@ -277,7 +291,7 @@ func neverStaleRun(t *testing.T, how neverStale) {
 					tmp := fmt.Sprintf("t%d.%d", w, r)
 					a, err := s.Create(RootIno, tmp, 0o644)
 					if err == nil {
-						err = s.Truncate(a.Ino, blocks*blockSize)
+						err = s.Truncate(a.Ino, uint64(blocks)*blockSize)
 					}
 					if err == nil {
 						err = s.Rename(RootIno, tmp, RootIno, fmt.Sprintf("f%d", w))
@@ -321,14 +335,19 @@ func neverStaleRun(t *testing.T, how neverStale) {
 			defer rwg.Done()
 			rng := rand.New(rand.NewPCG(uint64(r), 2))
 			buf := make([]byte, 4*blockSize)
+			var pos [files]uint64 // a sequential reader's next block in each file
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				f := &fs[rng.IntN(files)]
+				fi := rng.IntN(files)
+				f := &fs[fi]
 				b := uint64(rng.IntN(blocks - 3))
+				if how.seq {
+					b, pos[fi] = pos[fi], (pos[fi]+4)%uint64(blocks-3)
+				}
 				f.mu.RLock()
 				var want [4]uint64
 				for i := range want {
@@ -392,6 +411,7 @@ func neverStaleRun(t *testing.T, how neverStale) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	waitChunks(t, s, 0)
 	cs := s.CacheStats()
 	if cs.PageHits == 0 || cs.Evictions == 0 {
 		t.Fatalf("%+v: the test wants cache hits and evictions to mean anything", cs)
@@ -402,6 +422,9 @@ func neverStaleRun(t *testing.T, how neverStale) {
 	}
 	if how.cached && cs.CachedReads == 0 {
 		t.Fatalf("%+v: ReadCached served no read", cs)
+	}
+	if how.seq && cs.ReadAheadSubmissions == 0 {
+		t.Fatalf("%+v: no read-ahead in the background", cs)
 	}
 	closeCheck(t, s)
 }

@@ -1,32 +1,263 @@
 package store
 
-// Read-ahead and filling the page cache after a device read.
+import (
+	"sync"
+	"sync/atomic"
 
-// readAheadBlocks is how far past a sequential read's end the read goes on
-// (1 MiB): the blocks come in the same submission as the read's own, and
-// the next sequential read finds them cached. A read starts a sequential
-// run when it begins at the block after the inode's previous read.
-const readAheadBlocks = 256
+	"ustore/internal/assert"
+)
 
-// readAheadLocked extends missing, the runs a read at last (its last
-// block) will fetch, with the blocks after last up to readAheadBlocks of
-// them, within the file's size, stopping at the first that is buffered or
-// cached already (in.mu held).
-func (s *Store) readAheadLocked(in *inode, epoch uint64, missing []blockRun, last uint64) []blockRun {
-	if in.size == 0 {
-		return missing
-	}
-	lastBlock := (in.size - 1) / blockSize
-	n := uint64(0)
-	for b := last + 1; b <= lastBlock && n < readAheadBlocks; b++ {
-		if in.pages.lookup(b) != nil || s.pc.get(epoch, b) != nil {
-			break
+// Read-ahead: a sequential reader's next blocks are read from the device
+// before it asks for them, several 1 MiB chunks in one submission, in the
+// background, so that the device works while the reader (and the client
+// behind it) consumes what came before — as fio keeps its queue depth.
+//
+// The window. An inode's sequential run is its reads that start at the
+// block after the run's last read (raNext), or anywhere in the window
+// read ahead for it (a client with several reads in flight sends them in
+// order, but the server runs them concurrently, so they take the inode's
+// lock in any order). Each read of the run doubles how many chunks are
+// kept ahead of it (raChunks), from 1 to readAheadChunksMax; a read
+// elsewhere ends the run. A read tops the window up: the chunks from
+// raEnd (what was issued so far) to raChunks past its own end go to the
+// device in one submission — with the read's own blocks when it missed
+// some (the reader waits for that submission: at the start of a run it is
+// one chunk ahead), by themselves in the background when it missed none.
+//
+// Chunks in flight. Every chunk issued is on the inode's raFlight until
+// its blocks are in the cache, so that a reader that wants one of its
+// blocks waits for it instead of reading it again; after one such wait,
+// a block still missing (its fill was refused, or failed its checksum) is
+// read on demand. A chunk holds one of the store's readAheadInflightMax
+// slots from its issue to its end: read-ahead never holds more than that
+// in staging buffers, whatever the readers. A chunk leaves out blocks
+// buffered (dirty or under writeback: their bytes are newer than the
+// device's) and blocks cached already.
+//
+// Never stale. A chunk's blocks are cached as a read's are (readCacheFill:
+// not if a block of the inode was dirtied, or its epoch changed, since
+// the chunk was issued). The background read takes a reference on the
+// inode, and gives up if the table holds another inode of that number by
+// then: the table evicts no referenced inode, so the one it fills is the
+// one writers change.
+
+const (
+	// readAheadChunkBlocks is one chunk of read-ahead (1 MiB): one
+	// staging buffer, and the protocol's largest read.
+	readAheadChunkBlocks = 256
+	// readAheadChunksMax is how many chunks a sequential run keeps
+	// ahead of its reader, and in flight at most (8 MiB: fio's queue
+	// depth 8 of 1 MiB reads keeps this disk busy; docs/BENCHMARKS.md).
+	readAheadChunksMax = 8
+	// readAheadInflightMax bounds the chunks in flight in the whole
+	// store (64 MiB of staging buffers), across every reader.
+	readAheadInflightMax = 64
+	// readAheadBackBlocks is how far before raNext a read may start and
+	// still be in the run: the reads of a client's pipeline that take
+	// the inode's lock after a later one.
+	readAheadBackBlocks = readAheadChunksMax * readAheadChunkBlocks
+)
+
+// Read-ahead reads chunk by chunk, each its own staging buffer.
+const _ = uint(readPieceBlocksMax - readAheadChunkBlocks)
+
+// Everything kept ahead goes in one submission.
+const _ = uint(readSubmitBlocksMax - readAheadChunksMax*readAheadChunkBlocks)
+
+// raChunk is a chunk of read-ahead in flight: blocks [first, end) of the
+// inode, done closed once its blocks are cached (or will not be).
+type raChunk struct {
+	first, end uint64
+	done       chan struct{}
+}
+
+// readAheadState is the store's part of read-ahead: the slots of chunks
+// in flight, and the background reads Close waits for.
+type readAheadState struct {
+	inflight atomic.Int64 // chunks holding a slot
+	mu       sync.Mutex   // closed and wg.Add
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// takeSlot takes one of the store's read-ahead slots, if one is free.
+func (ra *readAheadState) takeSlot() bool {
+	for {
+		n := ra.inflight.Load()
+		if n >= readAheadInflightMax {
+			return false
 		}
-		missing = addBlock(missing, b, true)
-		n++
+		if ra.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
-	s.stats.readAheadBlocks.Add(n)
-	return missing
+}
+
+// sequentialLocked says whether a read of blocks [first, last] continues
+// in's sequential run, and moves the run (in.mu held).
+func (in *inode) sequentialLocked(first, last uint64) bool {
+	seq := first == in.raNext ||
+		(in.raEnd != 0 && first <= in.raEnd && first+readAheadBackBlocks >= in.raNext)
+	if !seq {
+		in.raNext, in.raEnd, in.raChunks = last+1, 0, 0
+		return false
+	}
+	in.raNext = max(in.raNext, last+1)
+	in.raChunks = min(max(1, 2*in.raChunks), readAheadChunksMax)
+	return true
+}
+
+// readAheadLocked issues the chunks that keep in's window full after a
+// sequential read whose last block is last: it registers them on
+// in.raFlight and returns them with the runs of their blocks to read
+// (in.mu held). Nothing when the window is full, the file ends, the
+// inode has readAheadChunksMax chunks in flight or the store no slot.
+func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []blockRun) {
+	if in.size == 0 {
+		return nil, nil
+	}
+	end := (in.size-1)/blockSize + 1
+	target := min(last+1+uint64(in.raChunks)*readAheadChunkBlocks, end)
+	from := max(in.raEnd, last+1)
+	var chunks []*raChunk
+	var runs []blockRun
+	for from < target && len(in.raFlight) < readAheadChunksMax {
+		if e := in.inFlightAtLocked(from); e != 0 {
+			// An older run's chunk is reading these blocks already.
+			from = e
+			continue
+		}
+		c := &raChunk{first: from, end: min(from+readAheadChunkBlocks, end)}
+		for _, f := range in.raFlight {
+			if f.first > c.first && f.first < c.end {
+				c.end = f.first // up to the next chunk in flight
+			}
+		}
+		var cr []blockRun
+		for b := c.first; b < c.end; b++ {
+			if in.pages.lookup(b) == nil && s.pc.get(epoch, b) == nil {
+				cr = addBlock(cr, b, true)
+			}
+		}
+		if len(cr) > 0 {
+			if !s.ra.takeSlot() {
+				break
+			}
+			c.done = make(chan struct{})
+			in.raFlight = append(in.raFlight, c)
+			chunks = append(chunks, c)
+			runs = append(runs, cr...)
+			s.stats.readAheadBlocks.Add(blocksIn(cr))
+		}
+		from = c.end
+	}
+	in.raEnd = max(in.raEnd, from)
+	return chunks, runs
+}
+
+// inFlightAtLocked returns the end of the chunk in flight that holds block
+// b, or 0 if none does (in.mu held).
+func (in *inode) inFlightAtLocked(b uint64) uint64 {
+	for _, c := range in.raFlight {
+		if c.first <= b && b < c.end {
+			return c.end
+		}
+	}
+	return 0
+}
+
+// readAheadWaitLocked returns the chunks in flight that hold a block of
+// missing (in.mu held).
+func (in *inode) readAheadWaitLocked(missing []blockRun) []*raChunk {
+	var w []*raChunk
+	for _, c := range in.raFlight {
+		for _, r := range missing {
+			if r.first < c.end && c.first < r.first+r.count {
+				w = append(w, c)
+				break
+			}
+		}
+	}
+	return w
+}
+
+// readAheadDoneLocked takes chunks off in's flight and ends them: their waiters
+// look again. (in.mu held.)
+func (s *Store) readAheadDoneLocked(in *inode, chunks []*raChunk) {
+	if len(chunks) == 0 {
+		return
+	}
+	kept := in.raFlight[:0]
+	for _, c := range in.raFlight {
+		ours := false
+		for _, d := range chunks {
+			ours = ours || c == d
+		}
+		if !ours {
+			kept = append(kept, c)
+		}
+	}
+	assert.That(len(in.raFlight)-len(kept) == len(chunks), "store: a chunk of read-ahead ended that was not in flight")
+	clear(in.raFlight[len(kept):])
+	in.raFlight = kept
+	for _, c := range chunks {
+		close(c.done)
+	}
+	assert.That(s.ra.inflight.Add(-int64(len(chunks))) >= 0, "store: more chunks of read-ahead ended than began")
+}
+
+// readAheadStart reads chunks (runs, their blocks) of in in the
+// background, in one submission, and caches them; fill is the inode's
+// snapshot when they were issued. Called with no lock held.
+func (s *Store) readAheadStart(in *inode, chunks []*raChunk, runs []blockRun, fill cacheFill) {
+	if len(chunks) == 0 {
+		return
+	}
+	s.ra.mu.Lock()
+	if s.ra.closed {
+		s.ra.mu.Unlock()
+		in.mu.Lock()
+		s.readAheadDoneLocked(in, chunks)
+		in.mu.Unlock()
+		return
+	}
+	s.ra.wg.Add(1)
+	s.ra.mu.Unlock()
+	s.stats.readAheadSubmissions.Add(1)
+	go s.readAheadRun(in, chunks, runs, fill)
+}
+
+func (s *Store) readAheadRun(in *inode, chunks []*raChunk, runs []blockRun, fill cacheFill) {
+	defer s.ra.wg.Done()
+	// A reference keeps in the table's while the chunks are read; an
+	// inode of that number loaded since is another, which in's fill must
+	// not touch (the caller, ReadCached, may hold no reference).
+	var held *inode
+	var err error
+	if s.itab.peek(in.ino) == in {
+		if held, err = s.itab.get(in.ino); err == nil {
+			defer s.itab.put(held)
+		}
+	}
+	if held == in {
+		in.extMu.RLock()
+		// A failed chunk is not an error: a demand read of its blocks
+		// says what is wrong with them.
+		_ = s.readRuns(in, runs, fill.keep)
+		in.extMu.RUnlock()
+	} else {
+		fill.blocks, fill.bufs = nil, nil
+	}
+	s.readCacheFill(in, &fill, chunks)
+}
+
+// readAheadClose stops new background reads and waits for those running
+// (Close, before the engine closes).
+func (s *Store) readAheadClose() {
+	s.ra.mu.Lock()
+	s.ra.closed = true
+	s.ra.mu.Unlock()
+	s.ra.wg.Wait()
 }
 
 // cacheFill collects the blocks a read fetched from the device, to cache
@@ -64,13 +295,15 @@ var testHookBeforeFill func(Ino)
 
 // readCacheFill caches what f kept, unless a block of in was dirtied, or
 // its epoch changed, since the read took its snapshot: its device bytes
-// may then be older than what a writer has since put in the cache.
-func (s *Store) readCacheFill(in *inode, f *cacheFill) {
-	if len(f.blocks) == 0 {
+// may then be older than what a writer has since put in the cache. Then
+// it ends chunks, the read-ahead the read carried.
+func (s *Store) readCacheFill(in *inode, f *cacheFill, chunks []*raChunk) {
+	if len(f.blocks) == 0 && len(chunks) == 0 {
 		return
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	defer s.readAheadDoneLocked(in, chunks)
 	if in.cacheSeq != f.seq || in.epoch != f.epoch || in.deleted.Load() {
 		return
 	}

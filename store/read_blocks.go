@@ -40,14 +40,20 @@ func blocksIn(runs []blockRun) uint64 {
 	return n
 }
 
-// readChunkBlocks bounds the blocks of one submission of a file read
-// (4 MiB): a larger read is several.
-const readChunkBlocks = 1024
+// readPieceBlocksMax bounds the blocks of one staging buffer (1 MiB: the
+// protocol's largest read, and one chunk of read-ahead), and
+// readSubmitBlocksMax those of one submission of a file read (8 MiB: a
+// read and the read-ahead it carries, or a larger read, in one): a larger
+// read is several.
+const (
+	readPieceBlocksMax  = 256
+	readSubmitBlocksMax = 2048
+)
 
 // readStaging recycles the aligned buffers of large device reads (a
 // fresh 1 MiB buffer costs its allocation and zeroing on every read).
 var readStaging = sync.Pool{New: func() any {
-	b := dev.AlignedBuffer(readChunkBlocks * blockSize)
+	b := dev.AlignedBuffer(readPieceBlocksMax * blockSize)
 	return &b
 }}
 
@@ -68,8 +74,8 @@ func putReadStaging(b *[]byte) {
 }
 
 // readRuns reads runs of in (extMu held for reading) in submissions of at
-// most readChunkBlocks blocks, each run's pieces all in one, and calls fn
-// with each run (or part of a run, split at the bound) and its verified
+// most readSubmitBlocksMax blocks, in pieces of at most
+// readPieceBlocksMax, and calls fn with each piece and its verified
 // bytes, valid only during the call.
 func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []byte)) error {
 	var (
@@ -86,6 +92,7 @@ func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []
 			batch, staging, ios, blocks = batch[:0], staging[:0], ios[:0], 0
 		}()
 		if len(ios) > 0 {
+			s.stats.readSubmissions.Add(1)
 			if err := s.dev.Read(ios); err != nil {
 				s.log.Error("data read failed", "ino", in.ino, "offset", batch[0].first*blockSize, "err", err)
 				return err
@@ -109,7 +116,7 @@ func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []
 	}
 	for _, r := range runs {
 		for r.count > 0 {
-			c := min(r.count, readChunkBlocks-blocks)
+			c := min(r.count, readPieceBlocksMax, readSubmitBlocksMax-blocks)
 			dst, st := readStagingBuffer(int(c) * blockSize)
 			staging = append(staging, st)
 			batch = append(batch, blockRead{first: r.first, count: c, ahead: r.ahead, dst: dst})
@@ -123,7 +130,7 @@ func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []
 			blocks += c
 			r.first += c
 			r.count -= c
-			if blocks == readChunkBlocks {
+			if blocks == readSubmitBlocksMax {
 				if err := flush(); err != nil {
 					return err
 				}

@@ -15,9 +15,10 @@ package store
 // touches the device: the inode must be in the inode table already (no
 // load), its mu free (TryLock: a writer, a truncate or a read filling the
 // cache holds it), and no block missing. The page cache's shard locks it
-// takes are held by others only for a map operation. It starts no
-// read-ahead: a sequential reader's next Read that misses does, as after
-// any read.
+// takes are held by others only for a map operation. A read of a
+// sequential run tops up the run's read-ahead as Read does, in the
+// background (read_ahead.go): the device keeps working while a reader
+// is served from what it read before.
 //
 // It holds no reference on the inode: the table evicts no inode whose mu
 // is held (inodeTable.evictLocked), so once mu is held the inode is the
@@ -33,14 +34,22 @@ func (s *Store) ReadCached(ino Ino, off uint64, buf []byte) (n int, ok bool) {
 	if in == nil || in.regularOnly() != nil || !in.mu.TryLock() {
 		return 0, false
 	}
-	defer in.mu.Unlock()
-	if s.itab.peek(ino) != in || in.deleted.Load() {
+	n, ok, fill, chunks, ahead := s.readCachedLocked(in, off, buf)
+	in.mu.Unlock()
+	s.readAheadStart(in, chunks, ahead, fill)
+	return n, ok
+}
+
+// readCachedLocked is ReadCached under in.mu; it returns the read-ahead
+// to start once mu is given back.
+func (s *Store) readCachedLocked(in *inode, off uint64, buf []byte) (n int, ok bool, fill cacheFill, chunks []*raChunk, ahead []blockRun) {
+	if s.itab.peek(in.ino) != in || in.deleted.Load() {
 		// Evicted (and perhaps loaded again) since the peek, or gone.
-		return 0, false
+		return 0, false, fill, nil, nil
 	}
 	if off >= in.size || len(buf) == 0 {
 		s.stats.cachedReads.Add(1)
-		return 0, true
+		return 0, true, fill, nil, nil
 	}
 	n = int(min(uint64(len(buf)), in.size-off))
 	end := off + uint64(n)
@@ -60,16 +69,20 @@ func (s *Store) ReadCached(ino Ino, off uint64, buf []byte) (n int, ok bool) {
 			c = s.pc.get(in.epoch, b)
 		}
 		if c == nil {
-			return 0, false
+			return 0, false, fill, nil, nil
 		}
 		copy(buf[lo-off:hi-off], c[lo-bs:hi-bs])
 		hits++
 	}
 	s.stats.pageHits.Add(hits)
 	s.stats.cachedReads.Add(1)
-	// As Read: the next read that starts here is sequential.
-	in.raNext = last + 1
-	return n, true
+	// As Read: the run goes on, and its read-ahead with it.
+	if in.sequentialLocked(first, last) {
+		epoch := s.epochLocked(in)
+		fill = cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
+		chunks, ahead = s.readAheadLocked(in, epoch, last)
+	}
+	return n, true, fill, chunks, ahead
 }
 
 // testHookReadCachedPeeked, set by a test, runs in ReadCached between its

@@ -24,6 +24,11 @@ type storeStats struct {
 	// and inodes unmount and invalidation visit one at a time.
 	pageHits, pageMisses, readAheadBlocks atomic.Uint64
 	epochsResumed, cachedReads            atomic.Uint64
+	// readSubmissions counts the device submissions of file reads;
+	// readAheadSubmissions those read-ahead made in the background, and
+	// readAheadWaits the reads that waited for read-ahead in flight.
+	readSubmissions, readAheadSubmissions atomic.Uint64
+	readAheadWaits                        atomic.Uint64
 	teardownSteps                         atomic.Uint64
 	fsyncDataRoundTrips                   atomic.Uint64
 }
@@ -68,6 +73,9 @@ type Stats struct {
 	// DeviceRoundTrips counts the device round trips an fsync waits on,
 	// one after the other.
 	DeviceRoundTrips RoundTrips
+	// Cache is the shared cache budget's and the page cache's: bytes
+	// held by nodes and by file data, page hits and misses, read-ahead.
+	Cache CacheStats
 }
 
 // RoundTrips are device round trips on fsync's path — a batch of writes
@@ -96,6 +104,7 @@ func (s *Store) Stats() Stats {
 		DirtyBytes:   s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(), NodeCache: s.e.CacheStats(),
 		DeviceRoundTrips: RoundTrips{FsyncData: s.stats.fsyncDataRoundTrips.Load(), LogSync: s.e.Stats().LogSyncRoundTrips},
+		Cache:            s.CacheStats(),
 	}
 }
 

@@ -42,6 +42,8 @@ type Store struct {
 
 	orphansFreed int // the orphans mount freed (orphan.go)
 
+	ra readAheadState // read_ahead.go
+
 	stop        chan struct{}
 	flusherDone chan struct{}
 	closeOnce   sync.Once
@@ -172,6 +174,7 @@ func (s *Store) Close(ctx context.Context) error {
 		start := time.Now()
 		close(s.stop)
 		<-s.flusherDone
+		s.readAheadClose()
 		werr := s.sync(ctx)
 		cerr := s.e.Close(ctx)
 		inodes, pages := s.itab.count(), s.pc.c.Len()

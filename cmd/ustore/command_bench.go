@@ -30,7 +30,7 @@ func newBenchCommand() *cobra.Command {
 	}
 	c.AddCommand(newBenchRingCommand(), newBenchStoreCommand(), newBenchServiceCommand(), newBenchEchoServerCommand(),
 		newBenchFsyncRandWriteCommand(), newBenchDirFsyncCommand(), newBenchCsumFsyncCommand(),
-		newBenchCommittedCheckCommand(), newBenchMetaCommand())
+		newBenchCommittedCheckCommand(), newBenchMetaCommand(), newBenchSeqReadCommand(), newBenchZipfCommand())
 	return c
 }
 

@@ -60,6 +60,9 @@ var allowed = map[string][]string{
 	// fsync patches on a running server (through the client) or a kernel
 	// filesystem's directory (its tests start a server in process).
 	"bench/fsyncbench": {"client"},
+	// bench/readbench is `ustore bench seqread` and `ustore bench zipf`:
+	// reads of a running server through the client, and its /metrics.
+	"bench/readbench": {"client"},
 	// bench/jaegershot is the traced client workload of
 	// bench/jaeger-screenshot.sh: a client of a running server.
 	"bench/jaegershot": {"client", "trace"},
