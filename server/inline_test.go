@@ -117,7 +117,10 @@ func TestServer_Inline_CachedRead(t *testing.T) {
 	if _, err := c.Write(ctx, f.Ino, 0, data); err != nil {
 		t.Fatal(err)
 	}
-	const size = 1 << 20
+	// The hole is read far past where the first read's read-ahead (a
+	// sequential run from block 0, in the background) can have reached,
+	// so that it is not cached when the worker reads it.
+	const size, hole = 64 << 20, 32 << 20
 	if err := c.Truncate(ctx, f.Ino, size); err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +134,10 @@ func TestServer_Inline_CachedRead(t *testing.T) {
 		wantError bool
 	}{
 		{"buffered pages", f.Ino, 100, 5000, "reader", false},
-		{"a hole not cached yet", f.Ino, 512 << 10, 8192, "worker", false},
-		{"the hole, cached by the read before", f.Ino, 512 << 10, 8192, "reader", false},
+		{"a hole not cached yet", f.Ino, hole, 8192, "worker", false},
+		{"the hole, cached by the read before", f.Ino, hole, 8192, "reader", false},
 		{"over inlineReadMax", f.Ino, 0, inlineReadMax + 4096, "worker", false},
-		{"at the end of the file", f.Ino, 1 << 20, 4096, "reader", false},
+		{"at the end of the file", f.Ino, size, 4096, "reader", false},
 		{"an inode not in memory", 1 << 40, 0, 4096, "worker", true},
 	}
 	for i, step := range steps {
