@@ -9,8 +9,9 @@ import (
 // The page cache: clean blocks of file data kept in memory after a read
 // (their checksums verified) and after writeback (the bytes just written),
 // so that reading them again needs no device round trip. It is an
-// evict.Cache that shares the engine's node cache budget (--cache-size):
-// one SIEVE over nodes and pages, so that whichever are used stay.
+// evict.Cache that shares the engine's node cache budget (--cache-size),
+// with the in-memory inodes too (itable.go): one SIEVE over nodes, pages
+// and inodes, so that whichever are used stay.
 //
 // Keys. A cached block is named by its inode's cache epoch and its block
 // index. An in-memory inode gets a fresh epoch from a store-wide counter
@@ -129,17 +130,20 @@ func (s *Store) teardownPerRange(in *inode) {
 
 // CacheStats are the page cache's and the shared budget's figures.
 type CacheStats struct {
-	// BudgetBytes is --cache-size; Bytes what nodes and pages hold of it
-	// now (their sum, exactly), NodeBytes and PageBytes each part, Pages
-	// the cached data blocks.
+	// BudgetBytes is --cache-size; Bytes what nodes, pages and inodes
+	// hold of it now (their sum, exactly), NodeBytes, PageBytes and
+	// InodeBytes each part, Pages the cached data blocks, Inodes the
+	// inodes in memory (each charged, inode_charge.go).
 	BudgetBytes, Bytes, NodeBytes, PageBytes, Pages int64
+	InodeBytes, Inodes                              int64
 	// PageHits and PageMisses count block lookups in the page cache by
 	// reads that found no buffered page; ReadAheadBlocks the blocks read
 	// ahead of a sequential reader. CachedReads counts the reads
 	// ReadCached served (their blocks are among PageHits).
 	PageHits, PageMisses, ReadAheadBlocks, CachedReads uint64
-	// Evictions counts data pages the hand (or Clear) dropped.
-	Evictions int64
+	// Evictions counts data pages the hand (or Clear) dropped;
+	// InodeEvictions the inodes it dropped.
+	Evictions, InodeEvictions int64
 	// EpochsKept is how many evicted inodes' epochs the inode table
 	// holds now; EpochsResumed counts inodes loaded again that continued
 	// theirs (kept_epochs.go).
@@ -149,8 +153,9 @@ type CacheStats struct {
 
 // CacheStats returns the page cache's figures.
 func (s *Store) CacheStats() CacheStats {
-	st := s.pc.c.Stats()
+	st, ist := s.pc.c.Stats(), s.itab.c.Stats()
 	return CacheStats{
+		InodeBytes: ist.Bytes, Inodes: ist.Entries, InodeEvictions: ist.Evictions,
 		BudgetBytes: s.pc.c.Budget().BudgetBytes(), Bytes: s.pc.c.Budget().Bytes(),
 		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
 		PageHits: s.stats.pageHits.Load(), PageMisses: s.stats.pageMisses.Load(),
