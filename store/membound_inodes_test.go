@@ -24,27 +24,30 @@ import (
 // times the cache budget in file data keeps the process's resident set
 // within cache budget + dirty budget + 64 MiB. Inodes, tree nodes and
 // clean data pages share the cache budget, each charged in bytes
-// (inode_charge.go), so the inodes touched only displace the rest; a
-// store that kept clean inodes by count (65,536 of them) or not at all
-// bounded would hold every inode touched, about 900 bytes each.
+// (inode_charge.go), so the inodes touched only displace the rest. The
+// store before it kept inodes by count — and only on loads: a create
+// never evicted — and failed this test at 153-160 MiB, whether its cap
+// was 65,536 inodes or unbounded (docs/BENCHMARKS.md).
 //
-// The workload, in a child process as TestMem_Bound's (memChildEnv
-// there), on a file device opened with O_DIRECT: create memInodes files
-// in directories of 1,000, syncing every memSyncEvery creates (dirty tree
+// The parent formats a file device (opened with O_DIRECT, so device bytes
+// are never the process's) and writes memDataFactor × the cache budget
+// of data into memDataFiles files: a writer's memory is TestMem_Bound's.
+// The child, as TestMem_Bound's (memChildEnv there), opens it with
+// memInodesCache and memInodesDirty, gives the Go runtime the store's
+// MemoryLimit as `ustore serve` does, and: creates memInodes files in
+// directories of 1,000, syncing every memSyncEvery creates (dirty tree
 // nodes are pinned until their commit; the engine has no dirty-metadata
 // budget of its own, so a client that never syncs leaves that bound to
-// the commit interval); then stat every file again, in creation order,
-// by name (a lookup, then a stat), so that each inode is loaded once more
-// after it was evicted; then write
-// memDataFactor × the cache budget of data in 1 MiB writes to a few
-// files and read it all back. The child gives the Go runtime the
-// store's MemoryLimit, as `ustore serve` does.
+// the commit interval); then looks up and stats every file again, in
+// creation order, so that each inode is loaded once more after it was
+// evicted; then reads all the data. The parent samples VmRSS, the child
+// reports VmHWM, and both must be within the bound.
 //
-// Sizes: 100,000 inodes by default (about 30 s on a 2-core machine),
-// 1,000,000 with USTORE_MEM_FULL=1 (docs/BENCHMARKS.md has both runs'
-// figures). The bound does not scale with the count: it is the budgets
-// + 64 MiB whatever is touched, and the default count already holds, as
-// inodes, more than the bound leaves for them.
+// Sizes: 100,000 inodes by default (about 35 s on a loaded 2-core
+// machine, the parent's writing included), 1,000,000 with
+// USTORE_MEM_FULL=1 (about 4 minutes). The bound does not scale with the
+// count: it is the budgets + 64 MiB whatever is touched, and the default
+// count already takes, as inodes, more than the bound leaves for them.
 const (
 	memInodesChildEnv = "USTORE_MEMINODES_CHILD"
 	memInodesDevEnv   = "USTORE_MEMINODES_DEV"
