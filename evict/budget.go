@@ -122,7 +122,7 @@ func (c *Cache[E]) evictShard(i int, exempt *item[E]) int {
 	collect := c.onEvict != nil
 	s.mu.Lock()
 	before := len(s.items)
-	victims := s.sweepLocked(c.totals.budget.budgetBytes, exempt, inline[:0], collect)
+	victims := s.sweepLocked(c.totals.budget.budgetBytes, exempt, c.tryEvict, inline[:0], collect)
 	evicted := before - len(s.items)
 	s.mu.Unlock()
 	for _, v := range victims {

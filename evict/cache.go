@@ -28,6 +28,7 @@ type Cache[E Entry] struct {
 	// With one shard it is 64, and a uint64 shifted by 64 is 0.
 	shardShift  uint
 	onEvict     func(key uint64, e Entry)
+	tryEvict    func(key uint64, e Entry) bool
 	neverPinned bool
 
 	// totals are this cache's bytes and entries; totals.budget is the
@@ -52,6 +53,7 @@ func New[E Entry](opts Options) *Cache[E] {
 		shards:      make([]shard[E], n),
 		shardShift:  64,
 		onEvict:     opts.OnEvict,
+		tryEvict:    opts.TryEvict,
 		neverPinned: opts.NeverPinned,
 	}
 	c.totals.budget = opts.Budget

@@ -59,14 +59,15 @@ func (s *shard[E]) unlink(it *item[E]) {
 // that shares it) is at most budgetBytes
 // or the hand has made sweepsMax revolutions of the ring (as long as it was
 // when the sweep began), evicting clean, unreferenced items on the way.
-// exempt, the item whose Add started the pass, is never evicted by it.
-// When collect is set, the evicted entries are appended to victims for
+// exempt, the item whose Add started the pass, is never evicted by it;
+// tryEvict, when not nil, keeps an unpinned item it declines
+// (Options.TryEvict). When collect is set, the evicted entries are appended to victims for
 // OnEvict. The caller holds the write lock.
 //
 // The bound on revolutions is what lets an all-pinned shard end the sweep:
 // it stays over budget, and every pinned item the hand passed is counted in
 // pinnedSkips.
-func (s *shard[E]) sweepLocked(budgetBytes int64, exempt *item[E], victims []keyEntry[E], collect bool) []keyEntry[E] {
+func (s *shard[E]) sweepLocked(budgetBytes int64, exempt *item[E], tryEvict func(uint64, Entry) bool, victims []keyEntry[E], collect bool) []keyEntry[E] {
 	stepsMax := sweepsMax * len(s.items)
 	steps := 0
 	// The hand is nil once the sweep has evicted every item.
@@ -78,7 +79,7 @@ func (s *shard[E]) sweepLocked(budgetBytes int64, exempt *item[E], victims []key
 		case it.ref.Load():
 			it.ref.Store(false)
 			s.hand = it.next
-		case it.entry.Pinned():
+		case it.entry.Pinned() || tryEvict != nil && !tryEvict(it.key, it.entry):
 			s.pinnedSkips.Add(1)
 			s.hand = it.next
 		default:

@@ -1,7 +1,7 @@
 // Package evict is ustore's memory-bounded cache: B-tree nodes keyed by
-// their bytenr and clean file-data blocks (the store's page cache), under
-// one budget (--cache-size) that several caches share (Budget,
-// shared_budget.go): every member's entries count against its total, and
+// their bytenr, clean file-data blocks (the store's page cache) and the
+// store's in-memory inodes, under one budget (--cache-size) that several
+// caches share (Budget, shared_budget.go): every member's entries count against its total, and
 // an eviction pass sweeps the shards of all of them, round robin, with one
 // SIEVE policy (clock.go: CLOCK with new entries at the head). Each entry reports its size and whether it is pinned —
 // the dirty nodes of a transaction not yet committed are, and are never
@@ -51,8 +51,11 @@
 //     caches'.)
 //  3. An entry that reports Pinned when the hand or Clear reaches it stays
 //     cached: both read Pinned under the shard's write lock, the only lock
-//     under which an entry leaves the cache other than by Remove.
-//     (TestCache_Add_PinnedNeverEvicted; the stress test's OnEvict.)
+//     under which an entry leaves the cache other than by Remove and
+//     DropAll. So does an unpinned one that Options.TryEvict declines, and
+//     one it accepts leaves under that same lock, with nothing in
+//     between. (TestCache_Add_PinnedNeverEvicted; the stress test's
+//     OnEvict; TestCache_TryEvict_DeclinedStays.)
 //  4. The memory bound. With no concurrent calls, after an Add, GetOrLoad
 //     or Shrink returns, Bytes ≤ max(BudgetBytes + floor, pinned bytes +
 //     the entry just added), where the pinned floor is at most the bytes
@@ -67,14 +70,18 @@
 //     pass over budget, counting PinnedSkips; after such a pass the pinned
 //     floor defers the next one until BudgetBytes more bytes are added.
 //     Clear is linear in the entries, and constant per shard in a
-//     NeverPinned cache without OnEvict. No recursion, and every slice is
+//     NeverPinned cache without OnEvict; DropAll is constant per shard
+//     always. No recursion, and every slice is
 //     bounded by a shard's size (Range's copy, a sweep's victims, Clear's
 //     kept items). (TestCache_Add_AllPinnedEnds counts the hand's steps
 //     exactly; TestCache_Add_PinnedFloorAmortizes;
-//     TestCache_Clear_NeverPinnedDropsWhole.)
+//     TestCache_Clear_NeverPinnedDropsWhole; TestCache_DropAll_Whole.)
 //  6. No lock is held while OnEvict or a load runs, and no goroutine holds
-//     two shard locks, except Check (read locks, in index order). (Tests
-//     call back into the cache from OnEvict and from load.)
+//     two shard locks, except Check (read locks, in index order). TryEvict
+//     runs under a shard's write lock and only tries its owner's locks, so
+//     it cannot deadlock with a caller that holds them while it waits for
+//     the shard. (Tests call back into the cache from OnEvict and from
+//     load.)
 //  7. At most one load per key is in flight; every goroutine that waits on
 //     it gets its result; a load that fails or panics caches nothing.
 //     (Asserted in finishLoad: the finishing call is the key's call;

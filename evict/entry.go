@@ -2,9 +2,9 @@ package evict
 
 import "sync/atomic"
 
-// Entry is what the cache holds: a B-tree node keyed by its bytenr (later
-// also an in-memory inode), which knows its size and whether it may be
-// dropped.
+// Entry is what the cache holds: a B-tree node keyed by its bytenr, a
+// clean data block, an in-memory inode keyed by its number — each knows
+// its size and whether it may be dropped.
 //
 // Both methods are called with a shard's lock held: they must be cheap
 // (an atomic load, a field read) and must not call into the Cache.

@@ -34,6 +34,19 @@ type Options struct {
 	// the old entry of an Add that replaces one (the caller knows of
 	// those). By the time it runs the key may already be cached again.
 	OnEvict func(key uint64, e Entry)
+	// TryEvict, when set, is asked by the hand and by Clear, under the
+	// shard's write lock, about each unpinned entry they are about to
+	// drop: false keeps it (counted as a pinned skip), true drops it at
+	// once, under the same lock. It is for an owner that indexes the
+	// entries itself and must let go of one atomically with its leaving
+	// the cache — the store's inode table, whose inodes can be taken
+	// again at any moment: it removes the inode from its own map here,
+	// under its own locks, which OnEvict, after the fact, could not do
+	// without dropping an inode referenced again meanwhile. It must not
+	// block (it may only try locks: the shard's lock is held) and must
+	// not call into the Cache. A cache with TryEvict cannot be
+	// NeverPinned.
+	TryEvict func(key uint64, e Entry) bool
 }
 
 // Validate reports whether New would accept the options, so that a
@@ -46,6 +59,9 @@ func (o Options) Validate() error {
 		}
 	} else if o.BudgetBytes <= 0 {
 		return fmt.Errorf("%w: BudgetBytes %d is not positive", ErrOptions, o.BudgetBytes)
+	}
+	if o.TryEvict != nil && o.NeverPinned {
+		return fmt.Errorf("%w: TryEvict may keep entries, which NeverPinned promises never happens", ErrOptions)
 	}
 	if o.Shards < 0 || o.Shards > shardsMax || o.Shards&(o.Shards-1) != 0 {
 		return fmt.Errorf("%w: Shards %d is not 0 or a power of two up to %d", ErrOptions, o.Shards, shardsMax)

@@ -976,9 +976,16 @@ func crashBase(t testing.TB) (*memdev.Device, crashModel) {
 
 // crashRunWorkload runs w on a copy of base (whose model is m0).
 func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*crashRun, error) {
+	return crashRunWorkloadWith(base, m0, w, crashOptions(), nil)
+}
+
+// crashRunWorkloadWith is crashRunWorkload with the store opened with
+// opts, and between, when not nil, run after each step's operation and
+// before its persistence point (crash_evict_test.go evicts inodes there).
+func crashRunWorkloadWith(base *memdev.Device, m0 crashModel, w crashWorkload, opts Options, between func(s *Store, m crashModel, st crashStep) error) (*crashRun, error) {
 	ctx := context.Background()
 	d := base.Crash(memdev.KeepNone())
-	s, err := Open(d, crashOptions())
+	s, err := Open(d, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -994,6 +1001,11 @@ func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*cra
 			return nil, fmt.Errorf("step %d: %w", step, err)
 		}
 		r.states = append(r.states, m.clone())
+		if between != nil {
+			if err := between(s, m, st); err != nil {
+				return nil, fmt.Errorf("step %d: between the operation and %v: %w", step, st.pp, err)
+			}
+		}
 		g := r.guar[i].clone()
 		switch st.pp.kind {
 		case ppSync:

@@ -19,7 +19,8 @@
 // checksum items), truncate.go, fallocate.go (allocate and punch: extents
 // of zero blocks written as writeback's, or dropped as truncate's),
 // log_*.go (fsync: see "The fsync path" below), itable.go (inodes in
-// memory), kept_epochs.go (their cache epochs across eviction), check.go
+// memory), inode_charge.go (what each is charged against the cache
+// budget), kept_epochs.go (their cache epochs across eviction), check.go
 // and check_items.go (fsck), scrub.go (fsck --data: every data block
 // against its checksum), ino_paths.go (an inode's paths, for reports),
 // read_only.go (the degraded, read-only mount), orphan.go (open files:
@@ -97,12 +98,12 @@
 //     caches what it fetched only if no block of the inode was dirtied
 //     meanwhile (cacheSeq); ReadCached, which reads only what is in memory,
 //     follows Read's rules under the inode's mu, and reads an inode only
-//     while it is the table's. Cached blocks and tree nodes share one byte
-//     budget, charged exactly. (page_cache.go, ReadCached; TestPageCache_*,
+//     while it is the table's. Cached blocks, tree nodes and in-memory
+//     inodes share one byte budget, each charged exactly (invariant 21). (page_cache.go, ReadCached; TestPageCache_*,
 //     TestStore_ReadCached_*, TestModel)
 //  14. Teardown is bulk: unmount drops the inode table's maps and the
-//     page cache's shards whole, one step per shard, visiting no inode and
-//     no block, and dropping an inode's cached blocks is one epoch change,
+//     inode cache's and page cache's shards whole (evict.Cache.DropAll,
+//     Clear), one step per shard, visiting no inode and no block, and dropping an inode's cached blocks is one epoch change,
 //     whatever the file's size. (Store.teardown, invalidateLocked;
 //     TestStore_Close_TeardownLinear)
 //  15. A file whose last name goes while it has holds (Open) keeps its
@@ -124,11 +125,11 @@
 //     memory: every change (write, truncate, the deletion by unlink or
 //     rename over it) loads the inode and holds a reference across the
 //     change, and the inode table evicts only inodes with no reference,
-//     no buffered page and no holder of their mu. So an inode loaded again
+//     no buffered page and no holder of their mu (invariant 21). So an inode loaded again
 //     may continue the page-cache epoch it had when evicted: what is
 //     cached under it is what the device holds for the file. A deleted
 //     inode's epoch is never kept, and a new inode's number never had
-//     one. (inodeTable.evictLocked, inodeTable.add;
+//     one. (inodeTable.tryEvict, inodeTable.dropLocked, inodeTable.add;
 //     TestPageCache_Read_AfterInodeEviction,
 //     TestPageCache_Concurrent_NeverStaleAcrossEviction)
 //  18. An inode's extended attributes are user.* entries of XATTR_ITEMs
@@ -162,6 +163,25 @@
 //     (readAheadLocked, readAheadDoneLocked, readAheadRun,
 //     readAheadClose; TestReadAhead_*,
 //     TestPageCache_Concurrent_NeverStaleSequential)
+//  21. In-memory inodes are bounded in bytes, with nodes and pages, not
+//     by count. An inode is in the table iff it is an entry of the inode
+//     cache (the evict.Cache on the cache budget), except between get's or
+//     add's insertion and its Add, while the inserter holds the only
+//     reference; it is charged exactly what chargeLocked computes from
+//     its state — its struct, its page maps at the most entries each held
+//     since made, its index slots (inode_charge.go) — and re-charged under
+//     mu whenever that changes (rechargeLocked); the maps are made afresh
+//     when it has no buffered page left. It leaves memory only by the
+//     cache's hand (or unmount): tryEvict, under the cache shard's lock,
+//     takes the table shard's lock and the inode's mu by TryLock only,
+//     evicts only an inode with no reference (an operation, an open hold,
+//     the dirty set's), no buffered page and no holder of mu, and drops it
+//     from the table in the same step. fsync's state lives by inode number
+//     (logTrack) or is re-read from the tree (lastTrans; a reloaded
+//     inode's logged marks are zero, so it is logged again): eviction
+//     inside a running transaction loses nothing an fsync needs.
+//     (checkInodeCharges, TestItable_Charge_*, TestItable_PageMapBytes_Heap,
+//     TestMem_InodesAndData, TestCrash_InodesEvicted)
 //
 // # The fsync path
 //

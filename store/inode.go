@@ -49,6 +49,11 @@ type inode struct {
 	// refs counts users; the table evicts only unreferenced, clean inodes
 	// (guarded by the table shard's mutex).
 	refs int
+	// charge is what the inode cache charges the inode
+	// (inode_charge.go): set under mu (or before the inode is shared),
+	// read by the cache under its shard lock; 0 once the inode has left
+	// the table.
+	charge atomic.Int64
 
 	// wbMu serialises writeback, truncate and deletion of this inode's
 	// data: none may change its extent items while another does.

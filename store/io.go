@@ -133,6 +133,7 @@ func (s *Store) dirtyPageLocked(in *inode, b uint64, whole bool) (p *page, creat
 		s.wb.markDirty(in)
 	}
 	in.pages.dirty[b] = p
+	s.itab.rechargeLocked(in)
 	return p, true, nil
 }
 

@@ -9,15 +9,26 @@ import (
 )
 
 // evictInodes evicts every inode the table may evict (unreferenced, clean,
-// its mu free), as loading others past InodeCacheMax would.
-func evictInodes(s *Store) {
+// its mu free), as the cache's hand would under memory pressure, and
+// returns how many it evicted.
+func evictInodes(s *Store) int {
 	t := s.itab
+	n := 0
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		t.evictLocked(sh, len(sh.m))
+		for _, in := range sh.m {
+			if in.refs > 0 || in.buffered.Load() || !in.mu.TryLock() {
+				continue
+			}
+			t.dropLocked(sh, in)
+			in.mu.Unlock()
+			t.c.Remove(uint64(in.ino))
+			n++
+		}
 		sh.mu.Unlock()
 	}
+	return n
 }
 
 // TestKeptEpochs_Keep_OldestDropped: the bound holds, the oldest epoch

@@ -1175,14 +1175,15 @@ func modelRunSeed(t *testing.T, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, seed*0x9e3779b97f4a7c15))
 	r := &modelRun{t: t, seed: seed, rng: rng, m: newModelFS(), maxFile: 3 << 19, outcomes: map[syscall.Errno]int{}, changed: map[Ino]bool{}}
 	// Options vary with the seed: a small dirty budget makes background
-	// writeback interleave with the operations; a small inode cache makes
-	// inodes leave memory and come back from the tree.
+	// writeback interleave with the operations; a small cache budget
+	// makes inodes (with nodes and pages) leave memory and come back from
+	// the tree.
 	r.opts = Options{Logger: testLogger}
 	if seed%2 == 1 {
 		r.opts.DirtyBytes = 1 << 20
 	}
 	if seed%3 == 0 {
-		r.opts.InodeCacheMax = 64
+		r.opts.CacheBytes = 256 << 10
 	}
 	// Node size 4096 makes the trees deep; one seed in four uses the
 	// default size, whose inline extents are larger.

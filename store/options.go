@@ -11,8 +11,10 @@ import (
 
 // Options configure Open. Zero values mean the defaults.
 type Options struct {
-	// CacheBytes is the memory budget of the tree node cache and the data
-	// page cache together (page_cache.go): one budget, one SIEVE over both.
+	// CacheBytes is the memory budget of the tree node cache, the data
+	// page cache (page_cache.go) and the in-memory inodes (itable.go)
+	// together: one budget, one SIEVE over all three, each charged in
+	// bytes. There is no separate bound on the number of inodes.
 	// Default: a quarter of the machine's RAM, at least 64 MiB and at most
 	// 4 GiB (defaultCacheBytes).
 	CacheBytes int64
@@ -29,10 +31,7 @@ type Options struct {
 	DirtyExpire time.Duration
 	// CommitInterval: see engine.Options (default 5 s).
 	CommitInterval time.Duration
-	// InodeCacheMax is how many clean, unused inodes stay in memory
-	// (default 65,536).
-	InodeCacheMax int
-	Logger        *slog.Logger
+	Logger         *slog.Logger
 	// Ablations: see journal.Ablations (for benchmarks only; passed to
 	// the engine and the log tree).
 	journal.Ablations
@@ -68,9 +67,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.DirtyExpire == 0 {
 		o.DirtyExpire = 5 * time.Second
 	}
-	if o.InodeCacheMax == 0 {
-		o.InodeCacheMax = 65536
-	}
 	if o.SkipLogReplay && !o.ReadOnly {
 		return o, fmt.Errorf("store: skipping the log replay is for a read-only mount only")
 	}
@@ -98,4 +94,26 @@ func defaultCacheBytes() int64 {
 	}
 	ram := int64(si.Totalram) * int64(si.Unit)
 	return min(max(ram/4, cacheBytesMin), cacheBytesMax)
+}
+
+// memoryLimitSlack is what MemoryLimit allows the Go runtime past the two
+// budgets: the writeback pipeline's staging buffers (up to 24 MiB while
+// data is written back), the kept epochs of evicted inodes, the runtime's
+// own memory (stacks, metadata) and small change. The resident set adds
+// what the runtime does not count — the binary's pages (14 MiB for the
+// store's test binary) — and what the collector lets past a soft limit
+// while a reader churns through cached blocks: 24 MiB keeps it within the
+// budgets + 64 MiB (TestMem_InodesAndData: 91.6 MiB peak for a bound of
+// 104 with 100,000 inodes, 99.6 with a million; 32 MiB here gave
+// 103.1).
+const memoryLimitSlack = 24 << 20
+
+// MemoryLimit is the soft memory limit the process should give the Go
+// runtime (debug.SetMemoryLimit) for the store's budgets to bound its
+// memory: the cache budget (nodes, pages and inodes), the dirty budget,
+// and memoryLimitSlack. Without one the collector lets the heap grow to
+// twice what is live (GOGC=100) before it runs, and a full cache would
+// take twice its budget. `ustore serve` sets it unless GOMEMLIMIT is set.
+func (s *Store) MemoryLimit() int64 {
+	return s.opts.CacheBytes + s.opts.DirtyBytes + memoryLimitSlack
 }

@@ -218,7 +218,7 @@ func TestStore_Release_WithNames(t *testing.T) {
 // TestStore_Open_NotEvicted: a held inode stays in the table however
 // many others pass through it, and keeps its hold.
 func TestStore_Open_NotEvicted(t *testing.T) {
-	s := openTest(t, newTestDevice(t, 64<<20), Options{InodeCacheMax: 64})
+	s := openTest(t, newTestDevice(t, 64<<20), Options{CacheBytes: 256 << 10})
 	defer closeCheck(t, s)
 	ino, _ := orphanFile(t, s, "f", 100)
 	if _, err := s.Open(ino); err != nil {
@@ -231,6 +231,9 @@ func TestStore_Open_NotEvicted(t *testing.T) {
 		if _, err := s.Create(RootIno, "g"+string(rune('a'+i%26))+string(rune('a'+i/26)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if cs := s.CacheStats(); cs.InodeEvictions == 0 {
+		t.Fatalf("%+v: 500 creates through a 256 KiB cache evicted no inode; the test tests nothing", cs)
 	}
 	if err := s.Release(ino); err != nil {
 		t.Fatalf("release after the table turned over: %v", err)

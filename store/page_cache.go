@@ -9,8 +9,9 @@ import (
 // The page cache: clean blocks of file data kept in memory after a read
 // (their checksums verified) and after writeback (the bytes just written),
 // so that reading them again needs no device round trip. It is an
-// evict.Cache that shares the engine's node cache budget (--cache-size):
-// one SIEVE over nodes and pages, so that whichever are used stay.
+// evict.Cache that shares the engine's node cache budget (--cache-size),
+// with the in-memory inodes too (itable.go): one SIEVE over nodes, pages
+// and inodes, so that whichever are used stay.
 //
 // Keys. A cached block is named by its inode's cache epoch and its block
 // index. An in-memory inode gets a fresh epoch from a store-wide counter
@@ -130,14 +131,17 @@ func (s *Store) teardownPerRange(in *inode) {
 // CacheStats are the page cache's and the shared budget's figures (served
 // on /metrics as ustore_store_cache_*: the tags say which are gauges).
 type CacheStats struct {
-	// BudgetBytes is --cache-size; Bytes what nodes and pages hold of it
-	// now (their sum, exactly), NodeBytes and PageBytes each part, Pages
-	// the cached data blocks.
+	// BudgetBytes is --cache-size; Bytes what nodes, pages and inodes
+	// hold of it now (their sum, exactly), NodeBytes, PageBytes and
+	// InodeBytes each part, Pages the cached data blocks, Inodes the
+	// inodes in memory (each charged, inode_charge.go).
 	BudgetBytes int64 `metric:"gauge"`
 	Bytes       int64 `metric:"gauge"`
 	NodeBytes   int64 `metric:"gauge"`
 	PageBytes   int64 `metric:"gauge"`
+	InodeBytes  int64 `metric:"gauge"`
 	Pages       int64 `metric:"gauge"`
+	Inodes      int64 `metric:"gauge"`
 	// PageHits and PageMisses count block lookups in the page cache by
 	// reads that found no buffered page (the hit ratio is hits over
 	// both); ReadAheadBlocks the blocks read ahead of a sequential
@@ -152,8 +156,9 @@ type CacheStats struct {
 	ReadSubmissions, ReadAheadSubmissions, ReadAheadWaits uint64
 	// ReadAheadChunks is how many chunks of read-ahead are in flight now.
 	ReadAheadChunks int64 `metric:"gauge"`
-	// Evictions counts data pages the hand (or Clear) dropped.
-	Evictions int64
+	// Evictions counts data pages the hand (or Clear) dropped;
+	// InodeEvictions the inodes it dropped.
+	Evictions, InodeEvictions int64
 	// EpochsKept is how many evicted inodes' epochs the inode table
 	// holds now; EpochsResumed counts inodes loaded again that continued
 	// theirs (kept_epochs.go).
@@ -163,8 +168,9 @@ type CacheStats struct {
 
 // CacheStats returns the page cache's figures.
 func (s *Store) CacheStats() CacheStats {
-	st := s.pc.c.Stats()
+	st, ist := s.pc.c.Stats(), s.itab.c.Stats()
 	return CacheStats{
+		InodeBytes: ist.Bytes, Inodes: ist.Entries, InodeEvictions: ist.Evictions,
 		BudgetBytes: s.pc.c.Budget().BudgetBytes(), Bytes: s.pc.c.Budget().Bytes(),
 		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,
 		PageHits: s.stats.pageHits.Load(), PageMisses: s.stats.pageMisses.Load(),

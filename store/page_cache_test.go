@@ -42,9 +42,10 @@ func quiet(o Options) Options {
 func checkBudget(t *testing.T, s *Store) {
 	t.Helper()
 	cs := s.CacheStats()
-	if cs.Bytes != cs.NodeBytes+cs.PageBytes {
-		t.Fatalf("budget holds %d bytes, nodes %d + pages %d", cs.Bytes, cs.NodeBytes, cs.PageBytes)
+	if cs.Bytes != cs.NodeBytes+cs.PageBytes+cs.InodeBytes {
+		t.Fatalf("budget holds %d bytes, nodes %d + pages %d + inodes %d", cs.Bytes, cs.NodeBytes, cs.PageBytes, cs.InodeBytes)
 	}
+	checkInodeCharges(t, s)
 	if cs.PageBytes != cs.Pages*cleanPageBytes {
 		t.Fatalf("pages charged %d bytes for %d pages of %d", cs.PageBytes, cs.Pages, cleanPageBytes)
 	}

@@ -41,11 +41,27 @@ type pageState struct {
 	wb    map[uint64]*page
 	// dirtySince is when the oldest dirty page became dirty (zero: none).
 	dirtySince time.Time
+	// dirtyPeak and wbPeak are the most entries each map has held since
+	// it was made: a Go map keeps the memory of its largest size, and the
+	// inode is charged for it (inode_charge.go). Brought up to date by
+	// notePeaks.
+	dirtyPeak, wbPeak int
 }
 
+// init makes both maps afresh: their old memory goes with the old maps.
 func (ps *pageState) init() {
 	ps.dirty = map[uint64]*page{}
 	ps.wb = map[uint64]*page{}
+	ps.dirtyPeak, ps.wbPeak = 0, 0
+}
+
+// notePeaks raises the peaks to the maps' sizes now, and reports whether
+// either rose.
+func (ps *pageState) notePeaks() bool {
+	d, w := max(ps.dirtyPeak, len(ps.dirty)), max(ps.wbPeak, len(ps.wb))
+	rose := d != ps.dirtyPeak || w != ps.wbPeak
+	ps.dirtyPeak, ps.wbPeak = d, w
+	return rose
 }
 
 func (ps *pageState) empty() bool { return len(ps.dirty) == 0 && len(ps.wb) == 0 }

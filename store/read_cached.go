@@ -21,7 +21,7 @@ package store
 // is served from what it read before.
 //
 // It holds no reference on the inode: the table evicts no inode whose mu
-// is held (inodeTable.evictLocked), so once mu is held the inode is the
+// is held (inodeTable.tryEvict), so once mu is held the inode is the
 // table's, checked by finding it there again, and stays so until mu is
 // given back. Under mu it follows Read's own rules for what it finds in
 // memory — buffered pages before the cache, the inode's epoch — so it is

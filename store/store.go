@@ -105,7 +105,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 		e.Close(context.Background())
 		return nil, fmt.Errorf("store: the device has no fs or csum tree: not a ustore store")
 	}
-	s.itab = newInodeTable(s, opts.InodeCacheMax, keptEpochsPerShard(opts.CacheBytes))
+	s.itab = newInodeTable(s, budget, keptEpochsPerShard(opts.CacheBytes))
 	s.pc = newPageCache(budget)
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
 	s.tlog = logtree.New(e)

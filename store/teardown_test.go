@@ -15,7 +15,9 @@ import (
 func teardownRun(t *testing.T, n, blocks int, ab journal.Ablations) (steps uint64, inodes int, pages int64) {
 	t.Helper()
 	d := newTestDevice(t, int64(256<<20))
-	opts := quiet(Options{InodeCacheMax: 4 * n, Ablations: ab})
+	// The default cache (a quarter of RAM, at most 4 GiB) holds the n
+	// inodes and their blocks.
+	opts := quiet(Options{Ablations: ab})
 	s := openTest(t, d, opts)
 	var inos []Ino
 	for i := range n {

@@ -58,10 +58,12 @@ func (s *Store) writebackHeld(in *inode, inlineOK bool) (writes int, err error) 
 	}
 	pages := in.pages.dirty
 	in.pages.dirty = map[uint64]*page{}
+	in.pages.dirtyPeak = 0 // a fresh map: the old one goes with the batch
 	in.pages.dirtySince = time.Time{}
 	for b, p := range pages {
 		in.pages.wb[b] = p
 	}
+	s.itab.rechargeLocked(in)
 	size := in.size
 	in.mu.Unlock()
 	// Until this writeback has released or re-dirtied its pages, each of
@@ -102,6 +104,7 @@ func (s *Store) writebackHeld(in *inode, inlineOK bool) (writes int, err error) 
 			}
 		}
 		s.wb.unreserve(done)
+		s.itab.rechargeLocked(in)
 	}
 	if in.pages.empty() {
 		s.wb.markClean(in)
@@ -537,8 +540,13 @@ func (w *wbState) markDirty(in *inode) {
 }
 
 // markClean removes in from the dirty set and drops its reference (in.mu
-// held).
+// held, in.pages empty). The page maps are made afresh, so that the memory
+// of their largest size goes back, and the inode's charge with it
+// (inode_charge.go).
 func (w *wbState) markClean(in *inode) {
+	assert.That(in.pages.empty(), "store: markClean of an inode with buffered pages")
+	in.pages.init()
+	w.s.itab.rechargeLocked(in)
 	in.buffered.Store(false)
 	w.mu.Lock()
 	_, ok := w.inodes[in.ino]

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -241,7 +242,7 @@ log, so without the files fsynced after it (a warning says so).
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "socket file group, a name or gid (default the server's)")
 	f.StringSliceVar(&allowUIDs, "allow-uid", nil, "users allowed to connect, names or uids (default: the server's own uid and root)")
 	f.StringSliceVar(&allowGIDs, "allow-gid", nil, "groups allowed to connect (a peer's primary or supplementary group), names or gids")
-	f.StringVar(&cacheSize, "cache-size", "auto", "memory for tree nodes and clean file data together, one budget (auto: a quarter of RAM, 64M to 4G)")
+	f.StringVar(&cacheSize, "cache-size", "auto", "memory for tree nodes, clean file data and in-memory inodes together, one budget (auto: a quarter of RAM, 64M to 4G)")
 	f.StringVar(&dirtySize, "dirty-size", "256M", "buffered dirty data budget; writers wait for writeback past it")
 	f.StringVar(&inflightSize, "inflight-size", "256M", "bytes of requests and responses in flight, all connections together; reading waits past it (at least 2M+16K)")
 	f.IntVar(&cfg.ConnMax, "conn-max", 1024, "connections served at once")
@@ -392,6 +393,11 @@ func runServe(cfg serveConfig, log *slog.Logger, sigs <-chan os.Signal) (err err
 	}
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", cfg.Device, err)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The budgets bound what is live; the limit keeps the collector
+		// from letting the heap grow to twice that (docs/design/store.md).
+		debug.SetMemoryLimit(st.MemoryLimit())
 	}
 	mounted := time.Since(start)
 	defer func() {
