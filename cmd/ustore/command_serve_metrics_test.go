@@ -184,12 +184,18 @@ func scrapeUnderTraffic(t *testing.T) ([]byte, map[string]*dto.MetricFamily) {
 	// Contended tree locks: writers creating files at once, each in a
 	// directory of its own (a directory's inode lock would serialize them
 	// before the tree), all in the fs tree, round after round until a wait
-	// is recorded.
+	// is recorded. Each writer has a connection of its own: the server
+	// makes a create on the connection's reader when it can, so the
+	// creates of one connection would run one at a time.
 	dirs := make([]uint64, lockWaitWriters)
+	conns := make([]*client.Client, lockWaitWriters)
 	for w := range dirs {
 		d, err := c.Mkdir(ctx, client.RootIno, fmt.Sprintf("busy%d", w), 0o755)
 		must(err)
 		dirs[w] = d.Ino
+		conns[w], err = client.Dial(ctx, sock)
+		must(err)
+		defer conns[w].Close()
 	}
 	for round := 0; ; round++ {
 		if round == lockWaitRoundsMax {
@@ -200,11 +206,11 @@ func scrapeUnderTraffic(t *testing.T) ([]byte, map[string]*dto.MetricFamily) {
 		for w, dir := range dirs {
 			wg.Go(func() {
 				for i := range lockWaitFiles {
-					if _, err := c.Create(ctx, dir, fmt.Sprintf("r%d-%d", round, i), 0o644); err != nil {
+					if _, err := conns[w].Create(ctx, dir, fmt.Sprintf("r%d-%d", round, i), 0o644); err != nil {
 						errs <- err
 						return
 					}
-					if _, err := c.Lookup(ctx, dirs[(w+1)%len(dirs)], fmt.Sprintf("r%d-%d", round, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					if _, err := conns[w].Lookup(ctx, dirs[(w+1)%len(dirs)], fmt.Sprintf("r%d-%d", round, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 						errs <- err
 						return
 					}
