@@ -246,6 +246,9 @@ func (s *Store) read(ino Ino, off uint64, buf []byte) (int, error) {
 		}
 		fill.keep(r, data)
 	}
+	if testHookBeforeDeviceRead != nil {
+		testHookBeforeDeviceRead(in.ino)
+	}
 	in.extMu.RLock()
 	err = s.readRuns(in, missing, deliver)
 	if err != nil && len(missing) != demand && !errors.Is(err, engine.ErrCorruption) {
