@@ -24,11 +24,13 @@ test:
 race:
 	$(GO) test -race -timeout 30m ./...
 
-## norace: the tests the race detector makes too slow to run (they skip
+## norace: the tests the race detector makes too slow or meaningless (a
+## memory bound measures the race runtime, not the store; they skip
 ## under -race), run once without it so that CI runs them too
 norace:
 	$(GO) test -count=1 -run '^TestDataDriven$$/^bulk$$' ./logtree
 	$(GO) test -count=1 -run '^TestMount_(StressNG|SQLiteWAL|Rsync|Sysbench)$$' ./cmd/ustore
+	$(GO) test -count=1 -run '^TestMem_InodesAndData$$' ./store
 
 ## lint: gofmt, go vet and staticcheck
 lint: fmt-check

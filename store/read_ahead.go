@@ -46,16 +46,21 @@ const (
 	// staging buffer, and the protocol's largest read.
 	readAheadChunkBlocks = 256
 	// readAheadChunksMax is how many chunks a sequential run keeps
-	// ahead of its reader, and in flight at most (8 MiB: fio's queue
-	// depth 8 of 1 MiB reads keeps this disk busy; docs/BENCHMARKS.md).
-	readAheadChunksMax = 8
+	// ahead of its reader, and in flight at most (4 MiB). Read-ahead in
+	// flight is memory outside the cache budget (a staging buffer and
+	// the copies that fill the cache, per chunk), so it is part of the
+	// fixed allowance of the memory bound (RSS ≤ cache + dirty + 64 MiB,
+	// TestMem_InodesAndData): at 8 chunks a single sequential reader
+	// left that test 0.3 MiB of room.
+	readAheadChunksMax = 4
 	// readAheadInflightMax bounds the chunks in flight in the whole
-	// store (64 MiB of staging buffers), across every reader.
-	readAheadInflightMax = 64
+	// store (16 MiB of staging buffers), across every reader: the
+	// allowance again.
+	readAheadInflightMax = 16
 	// readAheadBackBlocks is how far before raNext a read may start and
-	// still be in the run: the reads of a client's pipeline that take
-	// the inode's lock after a later one.
-	readAheadBackBlocks = readAheadChunksMax * readAheadChunkBlocks
+	// still be in the run: the reads of a client's pipeline (8 reads of
+	// 1 MiB) that take the inode's lock after a later one.
+	readAheadBackBlocks = 8 * readAheadChunkBlocks
 )
 
 // Read-ahead reads chunk by chunk, each its own staging buffer.

@@ -117,7 +117,7 @@ func TestReadAhead_Window_QInFlight(t *testing.T) {
 	hd.holding.Store(true)
 	// Each read below finds its blocks cached and tops the window up:
 	// 2 chunks ahead of chunk 1 (2, 3), then 4 ahead of chunk 2 (4–6),
-	// then 8 ahead of chunk 3 (7–11): 3 + 5 in flight, the most.
+	// then still 4 ahead of chunk 3 (7): 3 + 1 in flight, the most.
 	steps := []struct {
 		read     int
 		chunks   int   // in the submission the read makes
@@ -126,7 +126,7 @@ func TestReadAhead_Window_QInFlight(t *testing.T) {
 	}{
 		{read: 1, chunks: 2, inflight: 2, release: true},
 		{read: 2, chunks: 3, inflight: 3},
-		{read: 3, chunks: 5, inflight: readAheadChunksMax},
+		{read: 3, chunks: 1, inflight: readAheadChunksMax},
 	}
 	var held []*heldRead
 	for _, st := range steps {
@@ -145,8 +145,8 @@ func TestReadAhead_Window_QInFlight(t *testing.T) {
 			waitChunks(t, s, 0)
 		}
 	}
-	if readAheadChunksMax != 8 {
-		t.Fatalf("the steps above assume 8 chunks ahead, not %d", readAheadChunksMax)
+	if readAheadChunksMax != 4 {
+		t.Fatalf("the steps above assume 4 chunks ahead, not %d", readAheadChunksMax)
 	}
 	hd.holding.Store(false)
 	for _, h := range held {
