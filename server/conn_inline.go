@@ -107,22 +107,29 @@ func (c *conn) namespaceNoWait(ctx context.Context, rt requestTrace, id uint64, 
 		return false
 	}
 	var served servedReply
+	// The store's work runs here, before serveRequest: bind the span
+	// for it, so that its tree-lock waits name the request (eBPF).
+	binding := rt.bind()
 	switch r := req.(type) {
 	case *proto.Create:
 		a, err := c.s.st.CreateNoWait(store.Ino(r.Dir), r.Name, r.Perm)
 		if errors.Is(err, store.ErrWouldWait) {
+			binding.Unbind()
 			return false
 		}
 		served.reply, _, served.err = attrReply(a, err)
 	case *proto.Unlink:
 		err := c.s.st.UnlinkNoWait(store.Ino(r.Dir), r.Name)
 		if errors.Is(err, store.ErrWouldWait) {
+			binding.Unbind()
 			return false
 		}
 		served.reply, _, served.err = emptyOr(err)
 	default:
+		binding.Unbind()
 		return false
 	}
+	binding.Unbind()
 	reply, out, err := c.serveRequest(ctx, rt, req, limits, &served)
 	proto.PutBuffer(reqBuf)
 	c.answer(c.encode(id, req.Op(), out, reply, err, charge))

@@ -122,7 +122,14 @@ func (s Span) Bind() Binding {
 		return Binding{}
 	}
 	e := &boundSpan{s: s.s}
-	if _, loaded := spans.LoadOrStore(key, e); !loaded {
+	if v, loaded := spans.LoadOrStore(key, e); loaded {
+		// Bound before and unbound (the server's reader tried a request
+		// and handed it on): live again until this binding's Unbind.
+		// The sweeper forgets only spans ended spanKeep ago, far longer
+		// than a request is handed on in.
+		e = v.(*boundSpan)
+		e.ended.Store(0)
+	} else {
 		spanCount.Add(1)
 	}
 	bound.Store(g, key)

@@ -121,6 +121,29 @@ func TestAddLockWait_LiveThenEnded(t *testing.T) {
 	}
 }
 
+// TestAddLockWait_BoundAgain: a span bound, unbound and bound again (the
+// server's reader tries a request, then a worker serves it) is live again:
+// a wait reported after the second Bind is an event on it, not a child
+// span as for an ended one.
+func TestAddLockWait_BoundAgain(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("span binding is amd64 only")
+	}
+	useRecorder(t)
+	defer SetSpanBinding(true)()
+	_, s := Start(context.Background(), "ustore.create")
+	defer s.End()
+	s.Bind().Unbind()
+	b := s.Bind()
+	defer b.Unbind()
+	if got := CurrentSpanKey(); got != s.Key() {
+		t.Fatalf("CurrentSpanKey %#x after the second Bind, want %#x", got, s.Key())
+	}
+	if got, _ := AddLockWait(s.Key(), time.Now(), time.Millisecond); got != LockWaitSpanEvent {
+		t.Fatalf("bound again: outcome %d, want a span event", got)
+	}
+}
+
 // TestSetSpanBinding_RestoreForgetsAtOnce: when restore returns, the
 // sweeper has forgotten every span, so it cannot drop, later, a span bound
 // after binding was turned on again (the cause of

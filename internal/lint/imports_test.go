@@ -60,6 +60,10 @@ var allowed = map[string][]string{
 	// fsync patches on a running server (through the client) or a kernel
 	// filesystem's directory (its tests start a server in process).
 	"bench/fsyncbench": {"client"},
+	// bench/metabench is `ustore bench meta`: metadata ops on a running
+	// server (through the client) or a kernel directory, with the echo
+	// process of bench/servicebench as the round trip's reference.
+	"bench/metabench": {"client", "proto", "bench/servicebench"},
 	// bench/readbench is `ustore bench seqread` and `ustore bench zipf`:
 	// reads of a running server through the client, and its /metrics.
 	"bench/readbench": {"client"},
