@@ -392,7 +392,7 @@ func TestCommand_Serve_BadFlags(t *testing.T) {
 	if err != nil || !strings.Contains(out, "SIGTERM") || !strings.Contains(out, "ustore-data/ustore.sock") {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, `--cache-size string              memory for tree nodes and clean file data together, one budget (auto: a quarter of RAM, 64M to 4G) (default "auto")`) {
+	if !strings.Contains(out, `--cache-size string              memory for tree nodes, clean file data and in-memory inodes together, one budget (auto: a quarter of RAM, 64M to 4G) (default "auto")`) {
 		t.Fatalf("help lacks --cache-size's one budget and its default:\n%s", out)
 	}
 }
