@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -97,10 +96,7 @@ func (e *Engine) logStateLocked(tid journal.Transid) *logState {
 // LogTrans returns a handle for changing tr's log tree in log
 // sub-transaction sub. It rides on tr's journal handle: the caller keeps tr
 // open until the log is synced (T cannot commit under it), and End on the
-// log handle does nothing. Log nodes never take the metadata reserve, even
-// when tr may (an fsync maps the data its log sync writes under a reserved
-// handle): the reserve is for mapping written data and for commits, and a
-// log short of space falls back to a commit.
+// log handle does nothing.
 func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
 	if sub > LogSubMax {
 		return nil, fmt.Errorf("%w: log sub-transaction %d", ErrLogFull, sub)
@@ -108,7 +104,7 @@ func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
 	e.logMu.Lock()
 	st := e.logStateLocked(tr.ID())
 	e.logMu.Unlock()
-	return &Trans{id: MakeLogGen(tr.ID(), sub).Generation(), e: e, log: st}, nil
+	return &Trans{id: MakeLogGen(tr.ID(), sub).Generation(), e: e, log: st, reserved: tr.reserved}, nil
 }
 
 // LogTree returns the log tree of lt's transaction, creating an empty one
@@ -194,15 +190,9 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 }
 
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
-// every earlier one: the data its fsyncs hand it (blocks their extents,
-// mapped in tid and copied into the log, name but that are not written
-// yet), the log nodes not yet written and the log chain's next record
-// naming the log root, in one batch of large writes, then one flush — two
-// device round trips, no superblock (log_chain.go). The flush follows the
-// batch's completion, so it covers the data too: a record durable over
-// data that is not is refused by replay's check of the logged data against
-// its logged checksums. After an error the data may be unwritten: its
-// owners write it themselves before their handles end. The caller
+// every earlier one: the log nodes not yet written and the log chain's next
+// record naming the log root (in one batch of large writes), then one
+// flush — two device round trips, no superblock (log_chain.go). The caller
 // holds a handle of tid (so tid cannot commit meanwhile) and serialises
 // syncs of one transaction (the log transaction protocol does). It waits
 // for tid-1 to be durable first: the log records changes on top of tid-1,
@@ -210,7 +200,7 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 // named the chain's head. It returns the number of nodes written. An error
 // wrapping ErrLogFull (no chain, or no block for its next record) changes
 // nothing: the fsyncs commit instead.
-func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64, data []dev.IO) (int, error) {
+func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err
 	}
@@ -261,7 +251,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64, d
 	if !onTop {
 		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.CommittedGeneration()))
 	}
-	ios := append(append(slices.Clip(data), e.nodeWrites(nodes)...), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid)})
+	ios := append(e.nodeWrites(nodes), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid)})
 	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
 	if err := e.dev.WriteDurable(ios); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))

@@ -142,16 +142,6 @@
 //     the newest sync did not complete (its nodes, digest or logged data do
 //     not verify); a damaged log is reported and not applied at all.
 //     (Replay; engine/log_chain.go)
-//  6. A context's data (AddData: blocks its logged items name, not yet
-//     written) goes out in the batch of the sync that takes the context,
-//     and only in it: the committer takes every context of its
-//     sub-transaction once all have left (1), with their data; a taken
-//     context returns that sync's result and only once it has ended (its
-//     buffers are the device's until then); a context that leaves Sync
-//     untaken withdraws its data, so no later sync writes buffers its
-//     caller reuses, and its caller writes the data itself. No sync is
-//     acknowledged over data it did not write before its flush.
-//     (Ctx.AddData, Log.sync)
 //
 // # The fsync path
 //

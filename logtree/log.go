@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ustore/dev"
 	"ustore/engine"
 	"ustore/internal/assert"
 	"ustore/journal"
@@ -64,11 +63,6 @@ type Ctx struct {
 	left  bool     // Done called
 	role  syncRole // what it did in the log sync that completed it
 	batch int      // with roleCommitter: the contexts its sync completed
-	// data is what the context hands its sync to write in the sync's
-	// batch (AddData); syncedBy is the sync that took it, set by that
-	// sync's committer. Both guarded by l.mu (invariant 6).
-	data     []dev.IO
-	syncedBy *syncResult
 }
 
 // syncRole is what a context did in the log sync that completed it.
@@ -171,31 +165,6 @@ func (c *Ctx) Done() {
 	l.mu.Unlock()
 }
 
-// AddData hands the log sync that completes c data to write in its batch
-// of log nodes and chain record, before its one flush: blocks that the
-// items c logged name but that are not yet written (btrfs writes an
-// fsync's data first and waits for it; the chain record's flush covers
-// both, and replay checks the logged data). Call it before Sync, once. The
-// buffers are the device's until Sync returns; whatever Sync returns but
-// nil, the data may not have been written, and the caller writes it
-// before its transaction handle ends.
-func (c *Ctx) AddData(ios []dev.IO) {
-	l := c.l
-	l.mu.Lock()
-	assert.That(!c.left && c.data == nil, "logtree: data is added to a context once, before it leaves (invariant 6)")
-	c.data = ios
-	l.mu.Unlock()
-}
-
-// withdrawLocked takes back c's data when c leaves Sync with no sync
-// having taken it: a later committer of its sub-transaction (the context
-// is still listed there) must not write buffers the caller reuses (l.mu
-// held).
-func (c *Ctx) withdrawLocked() {
-	assert.That(c.syncedBy == nil, "logtree: a context a sync took leaves with that sync's result (invariant 6)")
-	c.data = nil
-}
-
 // Poison makes every fsync of c's transaction fall back to a commit: its
 // log may hold half of what c meant to log.
 func (l *Log) Poison(c *Ctx) {
@@ -229,10 +198,17 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	l.mu.Lock()
 	idx := c.sub % 2
 	for {
-		if r := c.syncedBy; r != nil {
-			// Our sub-transaction's committer took us (and our data):
-			// its outcome is ours, and our buffers are the device's until
-			// it ends (invariant 6).
+		if l.tid != c.tid {
+			// The transaction committed (its log with it) while we waited.
+			l.mu.Unlock()
+			return ErrLogForceCommit
+		}
+		if l.forceCommit == c.tid {
+			l.mu.Unlock()
+			return ErrLogForceCommit
+		}
+		if r := l.logCommit[idx]; r != nil && c.sub < l.logTransid {
+			// Our sub-transaction is being synced by its committer.
 			l.mu.Unlock()
 			<-r.done
 			// The pair of the committer's store (invariant 3): a sync
@@ -243,25 +219,10 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			c.role = roleWaiter // counted in the committer's batch
 			return r.err
 		}
-		if l.tid != c.tid {
-			// The transaction committed (its log with it) while we waited.
-			c.withdrawLocked()
-			l.mu.Unlock()
-			return ErrLogForceCommit
-		}
-		if l.forceCommit == c.tid {
-			c.withdrawLocked()
-			l.mu.Unlock()
-			return ErrLogForceCommit
-		}
 		if c.sub < l.logTransid {
-			// The sub-transaction moved on without a sync taking us:
-			// lastLogCommit tells — unless we had data, which no sync
-			// wrote.
-			had := c.data != nil
-			c.withdrawLocked()
+			// Synced already: lastLogCommit tells.
 			l.mu.Unlock()
-			if !had && l.LastLogCommit() >= c.Generation() {
+			if l.LastLogCommit() >= c.Generation() {
 				return nil
 			}
 			return ErrLogForceCommit
@@ -292,18 +253,9 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	l.logCtxs[idx] = nil
 	l.logTransid++
 	l.logWriters = 0
-	// Every context of the sub-transaction has left (1), so each has
-	// handed over its data: all of it goes out in this sync's batch, and
-	// each waits for this sync (6).
-	var data []dev.IO
-	for _, x := range ctxs {
-		assert.That(x.left && x.syncedBy == nil, "logtree: a sync takes contexts that have left and that no other sync took (invariant 6)")
-		x.syncedBy = r
-		data = append(data, x.data...)
-	}
 	l.mu.Unlock()
 
-	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub, data)
+	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub)
 	if err == nil {
 		// No logMutex: only committers write it, one at a time, in
 		// sub-transaction order (2, 3).

@@ -41,17 +41,13 @@
 //     transaction (engine.Abort), so half an operation is never committed.
 //     (abortOnError)
 //  3. Ordered data: an extent item enters a transaction only after its data
-//     write has completed — or, for an fsync whose data goes out with its
-//     log sync, under a handle and an extMu write lock that the fsync holds
-//     until it has (no commit and no reader sees the item first); the
-//     commit's flush precedes its superblock, and a log sync's one flush
-//     follows the completion of its whole batch, data included (the sync's
-//     chain record may reach the disk without the data: replay checks
-//     logged data against its logged checksums, logtree.Replay). Data is
-//     never overwritten in place: every writeback writes new blocks. The
+//     write has completed; the commit's flush precedes its superblock,
+//     and a log sync's one flush follows it (the sync's chain record may
+//     reach the disk without the data: replay checks logged data against
+//     its logged checksums, logtree.Replay). The
 //     tree's size of a file covers only data written for it: writeback
 //     advances it batch by batch, over a prefix whose dirty pages are all
-//     written. (writeExtents, mapFsyncData, writeFsyncData)
+//     written. (writeExtents)
 //  4. A data block belongs to one extent and has one checksum; a block
 //     whose checksum does not match is never returned: the read fails with
 //     EIO and the mismatch is logged with inode, offset and block; Scrub

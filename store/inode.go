@@ -33,12 +33,7 @@ const (
 // operation may delete), then inodes' mu in ascending ino order, then a
 // transaction handle (engine Start), then extMu, then tree locks. Writeback
 // holds wbMu across its data I/O and takes mu, extMu and then the handle
-// only to map the written data. An fsync whose data goes out with its log
-// sync (fsync_data.go) takes renameMu, wbMu (TryLock: it never waits for a
-// writeback there), mu, the handle and extMu, maps, logs, and holds wbMu,
-// the handle and extMu — not mu — until the sync has written the data.
-// No one it waits for then needs them: every taker of extMu for writing
-// holds wbMu, and a reader or writer waiting for extMu holds no handle.
+// only to map the written data.
 //
 // The handle is a lock too: Start waits while a commit waits for the
 // running transaction's handles to end, so a handle holder must never wait

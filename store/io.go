@@ -280,9 +280,6 @@ func (s *Store) readOnce(in *inode, off uint64, buf []byte, waited bool) (n int,
 		}
 		fill.keep(r, data)
 	}
-	if testHookBeforeDeviceRead != nil {
-		testHookBeforeDeviceRead(in.ino)
-	}
 	in.extMu.RLock()
 	err = s.readRuns(in, missing, deliver)
 	if err != nil && len(missing) != demand && !errors.Is(err, engine.ErrCorruption) {

@@ -22,10 +22,8 @@ import (
 //     lesson) — done;
 //  2. nothing buffered and the inode's last change in a durable log
 //     (Store.inLog: atomics, no log mutex) — done;
-//  3. a small dirty set goes to 4 with the inode: its extents are mapped
-//     under the fsync's handle and its data written in the log sync's
-//     batch (fsync_data.go); a larger one is written back (its extents
-//     exist now), and 1 and 2 are asked again;
+//  3. write back the inode's dirty pages (their extents exist now), and
+//     ask 1 and 2 again;
 //  4. log the inode and sync the log, with every fsync that joins the same
 //     log transaction (logtree);
 //  5. what the log cannot express falls back to a commit, counted by
@@ -75,25 +73,18 @@ func (s *Store) fsyncSlow(ctx context.Context, ino Ino, span trace.Span) error {
 		return err
 	}
 	defer s.itab.put(in)
-	// A small dirty set goes out with the log sync (fsync_data.go); any
-	// other is written back first.
-	fd := s.takeFsyncData(in)
-	if fd == nil {
-		writes, err := s.writeData(ctx, in)
-		s.stats.fsyncDataRoundTrips.Add(uint64(writes))
-		if err != nil {
-			return err
-		}
-	} else {
-		span.SetAttributes(attribute.Int("data_blocks_in_log_sync", len(fd.blocks)))
+	writes, err := s.writeData(ctx, in)
+	s.stats.fsyncDataRoundTrips.Add(uint64(writes))
+	if err != nil {
+		return err
 	}
 	outcome := outcomeCommitted
 	switch {
-	case fd == nil && s.e.Committed(in.lastTrans.Load()):
-	case fd == nil && s.inLog(in):
+	case s.e.Committed(in.lastTrans.Load()):
+	case s.inLog(in):
 		outcome = outcomeInLog
 	default:
-		outcome, err = s.logAndSync(ctx, in, fd)
+		outcome, err = s.logAndSync(ctx, in)
 		var fb *errFallback
 		if errors.As(err, &fb) {
 			s.stats.fallback(fb.reason.String())

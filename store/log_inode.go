@@ -604,20 +604,8 @@ func (e *errFallback) Unwrap() error { return logtree.ErrLogForceCommit }
 
 // logAndSync logs in and syncs the log. A result wrapping
 // logtree.ErrLogForceCommit means: commit instead.
-//
-// With fd (takeFsyncData; the caller holds renameMu for reading and
-// in.wbMu), in's dirty data is mapped first, under this fsync's handle,
-// and goes out with the log sync (fsync_data.go): the handle ends only
-// once the data has completed, whatever the outcome, and in.wbMu is
-// released last.
-func (s *Store) logAndSync(ctx context.Context, in *inode, fd *fsyncData) (outcome fsyncOutcome, err error) {
-	if fd != nil {
-		// Deferred first, so run last: after the handle ends and in.mu
-		// and renameMu are released.
-		defer s.settleFsyncData(in, fd)
-	} else {
-		s.renameMu.RLock()
-	}
+func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome, err error) {
+	s.renameMu.RLock()
 	in.mu.Lock()
 	locked := true
 	unlock := func() {
@@ -631,27 +619,11 @@ func (s *Store) logAndSync(ctx context.Context, in *inode, fd *fsyncData) (outco
 	if in.deleted.Load() {
 		return outcomeCommitted, nil // nothing of it can come back: nothing to make durable
 	}
-	var tr *engine.Trans
-	if fd != nil {
-		tr, err = s.e.StartReserved(0) // as writeback's: mapping written data may use the reserve
-	} else {
-		tr, err = s.e.Start()
-	}
+	tr, err := s.e.Start()
 	if err != nil {
-		if fd != nil {
-			fd.err = err
-		}
 		return outcomeFailed, err
 	}
 	defer tr.End()
-	if fd != nil {
-		if err := s.mapFsyncData(tr, in, fd); err != nil {
-			return outcomeFailed, err
-		}
-		// Deferred after tr.End, so run before it: the data completes
-		// before the transaction can commit the items that map it.
-		defer s.writeFsyncData(in, fd)
-	}
 	tid := tr.ID()
 	if s.e.Committed(in.lastTrans.Load()) {
 		return outcomeCommitted, nil
@@ -699,9 +671,6 @@ func (s *Store) logAndSync(ctx context.Context, in *inode, fd *fsyncData) (outco
 		return outcomeCommit, &errFallback{fallbackLogError}
 	}
 	unlock()
-	if fd != nil {
-		lctx.AddData(fd.ios)
-	}
 	if err := s.logSync(ctx, lctx); err != nil {
 		if errors.Is(err, logtree.ErrLogForceCommit) {
 			return outcomeCommit, &errFallback{fallbackLogPoisoned}
@@ -712,9 +681,6 @@ func (s *Store) logAndSync(ctx context.Context, in *inode, fd *fsyncData) (outco
 			return outcomeCommit, &errFallback{fallbackLogFull}
 		}
 		return outcomeFailed, err
-	}
-	if fd != nil {
-		fd.written = true // in the sync's batch, before its flush (logtree invariant 6)
 	}
 	return outcomeLogged, nil
 }

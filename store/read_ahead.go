@@ -298,12 +298,6 @@ func (f *cacheFill) keep(r blockRun, data []byte) {
 // the blocks it read (TestPageCache_Read_FillAfterOverwrite).
 var testHookBeforeFill func(Ino)
 
-// testHookBeforeDeviceRead, set by a test, runs in a read between its
-// snapshot of the pages and the cache (in.mu released) and its mapping of
-// the blocks it misses (extMu not yet taken): where a write and its fsync
-// can map a block anew (TestFsyncData_Read_SnapshotBeforeWrite).
-var testHookBeforeDeviceRead func(Ino)
-
 // readCacheFill caches what f kept, unless a block of in was dirtied, or
 // its epoch changed, since the read took its snapshot: its device bytes
 // may then be older than what a writer has since put in the cache. Then

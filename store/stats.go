@@ -80,15 +80,12 @@ type Stats struct {
 
 // RoundTrips are device round trips on fsync's path — a batch of writes
 // waited on, or a flush — counted where they are made. An fsync that logs
-// waits for the log sync it joins (LogSync, shared by every fsync of the
-// group), whose batch carries its data (fsync_data.go), and for data writes
-// of its own (FsyncData) only when its dirty set was too large for that or
-// it fell back to a commit: an fsync's figure is FsyncData/FsyncLogged +
-// LogSync/Log.Syncs.
+// waits for its data writes (FsyncData, its own) and for the log sync it
+// joins (LogSync, shared by every fsync of the group): an fsync's figure
+// is FsyncData/FsyncLogged + LogSync/Log.Syncs.
 type RoundTrips struct {
-	// FsyncData: writes of dirty data made by fsyncs themselves — written
-	// back before they log (ordered data: each batch is written before the
-	// log maps it), or before a fallback commit.
+	// FsyncData: writes of dirty data made by fsyncs before they log or
+	// commit (ordered data: each batch is written before the log maps it).
 	FsyncData uint64
 	// LogSync: the writes and flushes of log syncs (engine.SyncLog).
 	LogSync uint64

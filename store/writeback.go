@@ -18,9 +18,7 @@ import (
 // follows: a batch's items enter a transaction only after its data writes
 // have completed, and that transaction's commit flushes before its
 // superblock. Old blocks are freed in the same handle and reused only
-// after that transaction is durable. (An fsync of a small dirty set maps
-// first and lets its log sync write the data, holding its handle and the
-// inode's extMu until it has: fsync_data.go.)
+// after that transaction is durable.
 
 // wbChunkBytes bounds one writeback batch: its device writes go out as one
 // submission, and the tree work that maps it is one short handle.
@@ -58,7 +56,15 @@ func (s *Store) writebackHeld(in *inode, inlineOK bool) (writes int, err error) 
 		in.mu.Unlock()
 		return 0, nil
 	}
-	pages, blocks, size := s.takeDirtyLocked(in)
+	pages := in.pages.dirty
+	in.pages.dirty = map[uint64]*page{}
+	in.pages.dirtyPeak = 0 // a fresh map: the old one goes with the batch
+	in.pages.dirtySince = time.Time{}
+	for b, p := range pages {
+		in.pages.wb[b] = p
+	}
+	s.itab.rechargeLocked(in)
+	size := in.size
 	in.mu.Unlock()
 	// Until this writeback has released or re-dirtied its pages, each of
 	// them is counted twice against the device: by its reservation and by
@@ -66,37 +72,39 @@ func (s *Store) writebackHeld(in *inode, inlineOK bool) (writes int, err error) 
 	// for that to settle before it concludes ENOSPC (wbState.reserve).
 	s.wb.beginWriteback()
 	defer s.wb.endWriteback()
-	err = s.writeBlocks(in, pages, blocks, size, inlineOK, &writes)
-	return writes, s.settleWriteback(in, pages, blocks, err)
-}
 
-// takeDirtyLocked moves in's dirty pages under writeback and returns them,
-// their blocks in order, and the file's size (in.mu and wbMu held).
-func (s *Store) takeDirtyLocked(in *inode) (pages map[uint64]*page, blocks []uint64, size uint64) {
-	pages = in.pages.dirty
-	in.pages.dirty = map[uint64]*page{}
-	in.pages.dirtyPeak = 0 // a fresh map: the old one goes with the batch
-	in.pages.dirtySince = time.Time{}
-	blocks = make([]uint64, 0, len(pages))
-	for b, p := range pages {
-		in.pages.wb[b] = p
+	blocks := make([]uint64, 0, len(pages))
+	for b := range pages {
 		blocks = append(blocks, b)
 	}
 	slices.Sort(blocks)
-	s.itab.rechargeLocked(in)
-	return pages, blocks, in.size
-}
+	err = s.writeBlocks(in, pages, blocks, size, inlineOK, &writes)
 
-// settleWriteback ends the writeback of pages (blocks) with its outcome
-// err: written and mapped, the pages go to the page cache; failed, they
-// are dirty again unless a newer page is. It returns err.
-func (s *Store) settleWriteback(in *inode, pages map[uint64]*page, blocks []uint64, err error) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if err == nil || in.deleted.Load() {
 		s.releaseWritten(in, pages, blocks)
 	} else {
-		s.redirtyLocked(in, pages)
+		done := 0
+		for b, p := range pages {
+			if in.pages.wb[b] != p {
+				continue // released with its batch
+			}
+			delete(in.pages.wb, b)
+			// Failed: the page is dirty again, unless a newer one is.
+			if in.pages.dirty[b] == nil {
+				if len(in.pages.dirty) == 0 {
+					in.pages.dirtySince = time.Now()
+					s.wb.markDirty(in)
+				}
+				in.pages.dirty[b] = p
+			} else {
+				freePage(p)
+				done++
+			}
+		}
+		s.wb.unreserve(done)
+		s.itab.rechargeLocked(in)
 	}
 	if in.pages.empty() {
 		s.wb.markClean(in)
@@ -104,35 +112,10 @@ func (s *Store) settleWriteback(in *inode, pages map[uint64]*page, blocks []uint
 	s.wb.setErr(err)
 	if err != nil {
 		s.log.Error("writeback failed", "ino", in.ino, "blocks", len(blocks), "err", err)
-		return err
+		return writes, err
 	}
 	s.stats.writebackBlocks.Add(uint64(len(blocks)))
-	return nil
-}
-
-// redirtyLocked makes pages, taken for a writeback that did not write
-// them, dirty again — each unless a newer page of its block is (in.mu
-// held).
-func (s *Store) redirtyLocked(in *inode, pages map[uint64]*page) {
-	done := 0
-	for b, p := range pages {
-		if in.pages.wb[b] != p {
-			continue // released with its batch
-		}
-		delete(in.pages.wb, b)
-		if in.pages.dirty[b] == nil {
-			if len(in.pages.dirty) == 0 {
-				in.pages.dirtySince = time.Now()
-				s.wb.markDirty(in)
-			}
-			in.pages.dirty[b] = p
-		} else {
-			freePage(p)
-			done++
-		}
-	}
-	s.wb.unreserve(done)
-	s.itab.rechargeLocked(in)
+	return writes, nil
 }
 
 // releaseWritten moves the pages of blocks that are written and mapped —
@@ -275,61 +258,38 @@ type newExtent struct {
 // between batches leaves no stale blocks beyond the end of the file for a
 // later extension to expose.
 func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64, writes *int) error {
-	ios, err := s.reserveExtents(exts)
-	if err != nil {
-		return err
+	ios := make([]dev.IO, len(exts))
+	unreserve := func(xs []newExtent) {
+		for _, x := range xs {
+			if err := s.e.UnreserveData(x.disk, x.length); err != nil {
+				s.log.Error("writeback: returning reserved space", "err", err)
+			}
+		}
+	}
+	for i := range exts {
+		disk, err := s.e.ReserveData(exts[i].length)
+		if err != nil {
+			unreserve(exts[:i])
+			return err
+		}
+		exts[i].disk = disk
+		ios[i] = dev.IO{Off: int64(disk), Buf: exts[i].buf}
 	}
 	*writes++
 	if err := s.dev.Write(ios); err != nil {
-		s.unreserveExtents(exts)
+		unreserve(exts)
 		return err
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	tr, err := s.e.StartReserved(0)
 	if err != nil {
-		s.unreserveExtents(exts)
+		unreserve(exts)
 		return err
 	}
 	defer tr.End()
 	in.extMu.Lock()
 	defer in.extMu.Unlock()
-	return s.mapExtents(tr, in, exts, batchEnd, size)
-}
-
-// reserveExtents reserves the device space of exts and returns their
-// writes; on failure it reserves nothing.
-func (s *Store) reserveExtents(exts []newExtent) ([]dev.IO, error) {
-	ios := make([]dev.IO, len(exts))
-	for i := range exts {
-		disk, err := s.e.ReserveData(exts[i].length)
-		if err != nil {
-			s.unreserveExtents(exts[:i])
-			return nil, err
-		}
-		exts[i].disk = disk
-		ios[i] = dev.IO{Off: int64(disk), Buf: exts[i].buf}
-	}
-	return ios, nil
-}
-
-// unreserveExtents gives back the space reserveExtents reserved for exts.
-func (s *Store) unreserveExtents(exts []newExtent) {
-	for _, x := range exts {
-		if err := s.e.UnreserveData(x.disk, x.length); err != nil {
-			s.log.Error("writeback: returning reserved space", "err", err)
-		}
-	}
-}
-
-// mapExtents records the reserved space of exts as allocated in tr and
-// maps them into in: the old extents of their ranges go, theirs and their
-// checksums come in, and the tree's size advances to min(size, batchEnd)
-// (in.mu, a reserved handle and extMu held). Their data is written, or —
-// an fsync's, written by its log sync (fsync_data.go) — no commit and no
-// reader can see these items before it is: the caller holds tr and extMu
-// until then. A failure aborts the transaction.
-func (s *Store) mapExtents(tr *engine.Trans, in *inode, exts []newExtent, batchEnd, size uint64) error {
 	for _, x := range exts {
 		s.e.UseData(tr, x.disk, x.length)
 	}
