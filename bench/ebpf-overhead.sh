@@ -68,7 +68,7 @@ run_one() { # round mode
 # out counts that are 0).
 bpf_progs() {
 	local ids
-	ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un | jq -sc .)
+	ids=$({ grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null || true; } | awk '{print $2}' | sort -un | jq -sc .)
 	bpftool prog show --json | jq -c --argjson ids "$ids" '[.[] | select(.id as $i | $ids | index($i)) | {id, name, run_cnt, run_time_ns}]'
 }
 
