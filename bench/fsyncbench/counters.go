@@ -23,6 +23,13 @@ const scrapeBytesMax = 16 << 20
 // Scrape reads the counters from a Prometheus endpoint: "host:port", or a
 // URL ("/metrics" is added to one without a path).
 func Scrape(ctx context.Context, endpoint string) (Counters, error) {
+	return ScrapeSeries(ctx, endpoint, func(series string) bool { return strings.HasPrefix(series, "ustore_") })
+}
+
+// ScrapeSeries is Scrape for the series keep selects (a series as the
+// exposition writes it, labels included), of any family; histogram
+// buckets are left out as Scrape leaves them.
+func ScrapeSeries(ctx context.Context, endpoint string, keep func(series string) bool) (Counters, error) {
 	url := endpoint
 	if !strings.Contains(url, "://") {
 		url = "http://" + url
@@ -49,8 +56,8 @@ func Scrape(ctx context.Context, endpoint string) (Counters, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "ustore_") {
-			continue // comments, and the Go runtime's and the process's series
+		if strings.HasPrefix(line, "#") {
+			continue
 		}
 		// The value follows the last space (a label value may hold
 		// spaces; this exporter writes no timestamps).
@@ -59,6 +66,9 @@ func Scrape(ctx context.Context, endpoint string) (Counters, error) {
 			continue
 		}
 		series := line[:i]
+		if !keep(series) {
+			continue
+		}
 		if name, _, _ := strings.Cut(series, "{"); strings.HasSuffix(name, "_bucket") {
 			continue
 		}

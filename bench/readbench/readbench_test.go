@@ -43,7 +43,7 @@ func TestScrape_Series(t *testing.T) {
 		full += fmt.Sprintf("%s %d\n", s, i+1)
 	}
 	body = full
-	got, err := scrape(t.Context(), metricsURL(strings.TrimPrefix(srv.URL, "http://")))
+	got, err := scrape(t.Context(), strings.TrimPrefix(srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}

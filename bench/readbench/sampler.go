@@ -1,13 +1,11 @@
 package readbench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
-	"time"
+	"slices"
+
+	"ustore/bench/fsyncbench"
 )
 
 // The server's series a sample reads (serve --metrics-addr): the page
@@ -25,63 +23,17 @@ const (
 
 var sampledSeries = []string{seriesHits, seriesMisses, seriesPageBytes, seriesNodeBytes, seriesBudget, seriesDirty, seriesRSS}
 
-// scrapeBytesMax bounds a /metrics response.
-const scrapeBytesMax = 16 << 20
-
-// metricsURL is endpoint ("host:port" or a URL) as a /metrics URL.
-func metricsURL(endpoint string) string {
-	url := endpoint
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	if i := strings.Index(url, "://"); !strings.Contains(url[i+3:], "/") {
-		url += "/metrics"
-	}
-	return url
-}
-
-// scrape reads the sampled series (unlabelled ones only) from url; a
-// series missing there is an error: the server is not the one this
-// package knows.
-func scrape(ctx context.Context, url string) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// scrape reads the sampled series from endpoint (serve --metrics-addr:
+// "host:port" or a URL); a series missing there is an error: the server
+// is not the one this package knows.
+func scrape(ctx context.Context, endpoint string) (map[string]float64, error) {
+	got, err := fsyncbench.ScrapeSeries(ctx, endpoint, func(series string) bool { return slices.Contains(sampledSeries, series) })
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("readbench: scrape: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("readbench: scrape %s: %s", url, resp.Status)
-	}
-	want := map[string]bool{}
-	for _, s := range sampledSeries {
-		want[s] = true
-	}
-	got := map[string]float64{}
-	sc := bufio.NewScanner(http.MaxBytesReader(nil, resp.Body, scrapeBytesMax))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !want[name] {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			return nil, fmt.Errorf("readbench: scrape %s: %s: %w", url, name, err)
-		}
-		got[name] = v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("readbench: scrape %s: %w", url, err)
-	}
 	for _, s := range sampledSeries {
 		if _, ok := got[s]; !ok {
-			return nil, fmt.Errorf("readbench: scrape %s: no series %s", url, s)
+			return nil, fmt.Errorf("readbench: scrape %s: no series %s", endpoint, s)
 		}
 	}
 	return got, nil

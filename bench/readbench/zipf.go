@@ -125,8 +125,7 @@ func Zipf(ctx context.Context, c *client.Client, cfg ZipfConfig, csv io.Writer) 
 		}
 		inos[i] = a.Ino
 	}
-	url := metricsURL(cfg.Metrics)
-	first, err := scrape(ctx, url)
+	first, err := scrape(ctx, cfg.Metrics)
 	if err != nil {
 		return ZipfResult{}, err
 	}
@@ -155,7 +154,7 @@ func Zipf(ctx context.Context, c *client.Client, cfg ZipfConfig, csv io.Writer) 
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
 	sample := func(now time.Time) error {
-		cur, err := scrape(context.WithoutCancel(ctx), url)
+		cur, err := scrape(context.WithoutCancel(ctx), cfg.Metrics)
 		if err != nil {
 			return err
 		}

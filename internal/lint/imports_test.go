@@ -65,8 +65,9 @@ var allowed = map[string][]string{
 	// process of bench/servicebench as the round trip's reference.
 	"bench/metabench": {"client", "proto", "bench/servicebench"},
 	// bench/readbench is `ustore bench seqread` and `ustore bench zipf`:
-	// reads of a running server through the client, and its /metrics.
-	"bench/readbench": {"client"},
+	// reads of a running server through the client, and its /metrics
+	// (read with bench/fsyncbench's scraper).
+	"bench/readbench": {"client", "bench/fsyncbench"},
 	// bench/jaegershot is the traced client workload of
 	// bench/jaeger-screenshot.sh: a client of a running server.
 	"bench/jaegershot": {"client", "trace"},
