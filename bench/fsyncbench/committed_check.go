@@ -253,7 +253,7 @@ func CommittedCheck(ctx context.Context, t Target, cfg CommittedConfig) (res Com
 	res.Seconds = elapsed.Seconds()
 	res.OpsPerSec = float64(res.Ops) / res.Seconds
 	res.MBps = float64((res.Writes+res.Reads)*int64(cfg.BS)) / res.Seconds / 1e6
-	res.Latency = summarize(all)
+	res.Latency = Summarize(all)
 	res.Counters = after.Sub(before)
 	return res, nil
 }

@@ -214,7 +214,7 @@ func csumPhase(ctx context.Context, t Target, cfg CsumFsyncConfig, label string,
 	ph.Writes, ph.Fsyncs = writes.Load(), fsyncs.Load()
 	ph.RequestsPerSec = float64(ph.Writes+ph.Fsyncs) / ph.Seconds
 	ph.WritesPerSec = float64(ph.Writes) / ph.Seconds
-	ph.Fsync = summarize(lat)
+	ph.Fsync = Summarize(lat)
 	ph.Counters = after.Sub(before)
 	return ph, nil
 }

@@ -220,7 +220,7 @@ func randWrite(ctx context.Context, t Target, cfg RandWriteConfig, jobs int) (re
 	res.Fsyncs = int64(len(all))
 	res.WriteIOPS = float64(res.Writes) / res.Seconds
 	res.WriteKiBps = res.WriteIOPS * float64(cfg.BS) / 1024
-	res.Fsync = summarize(all)
+	res.Fsync = Summarize(all)
 	res.Counters = after.Sub(before)
 	return res, nil
 }

@@ -17,8 +17,8 @@ type Latency struct {
 	MaxUS  float64 `json:"max_us"`
 }
 
-// summarize sorts samples (in place) and summarises them.
-func summarize(samples []time.Duration) Latency {
+// Summarize sorts samples (in place) and summarises them.
+func Summarize(samples []time.Duration) Latency {
 	if len(samples) == 0 {
 		return Latency{}
 	}

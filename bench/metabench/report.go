@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"text/tabwriter"
 	"time"
+
+	"ustore/bench/fsyncbench"
 )
 
 // Report is a run's results with where they were taken: what `ustore
@@ -75,20 +76,11 @@ type Latency struct {
 	MaxUS  float64 `json:"max_us"`
 }
 
-// summarize sorts samples (in place) and summarises them.
+// summarize sorts samples (in place) and summarises them, as the fsync
+// workloads do (fsyncbench.Summarize), in this report's fields.
 func summarize(samples []time.Duration) Latency {
-	if len(samples) == 0 {
-		return Latency{}
-	}
-	slices.Sort(samples)
-	var sum time.Duration
-	for _, s := range samples {
-		sum += s
-	}
-	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-	pct := func(p float64) float64 { return us(samples[min(int(p*float64(len(samples))), len(samples)-1)]) }
-	return Latency{MeanUS: us(sum) / float64(len(samples)), P50US: pct(0.50), P99US: pct(0.99),
-		MaxUS: us(samples[len(samples)-1])}
+	l := fsyncbench.Summarize(samples)
+	return Latency{MeanUS: l.MeanUS, P50US: l.P50US, P99US: l.P99US, MaxUS: l.MaxUS}
 }
 
 // Stamp dates the report and names where it ran.

@@ -62,8 +62,9 @@ var allowed = map[string][]string{
 	"bench/fsyncbench": {"client"},
 	// bench/metabench is `ustore bench meta`: metadata ops on a running
 	// server (through the client) or a kernel directory, with the echo
-	// process of bench/servicebench as the round trip's reference.
-	"bench/metabench": {"client", "proto", "bench/servicebench"},
+	// process of bench/servicebench as the round trip's reference, and
+	// bench/fsyncbench's latency summary.
+	"bench/metabench": {"client", "proto", "bench/servicebench", "bench/fsyncbench"},
 	// bench/readbench is `ustore bench seqread` and `ustore bench zipf`:
 	// reads of a running server through the client, and its /metrics
 	// (read with bench/fsyncbench's scraper).
