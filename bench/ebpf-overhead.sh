@@ -38,14 +38,27 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$OUT" bin
 go build -o bin/ustore ./cmd/ustore
 
+# The server's device: a fully written 1 GiB image file (no holes, no
+# unwritten extents), with a fresh filesystem per run. On a sparse file
+# (serve --size) ext4 cannot take an O_DIRECT write without its inode's
+# exclusive lock: io_uring punts every first write of a block to an io-wq
+# worker, which queues on that lock in ext4_file_write_iter (1,087 rwsem
+# waits of the server's in a 5 s fsync-randwrite at 8 jobs on a sparse file,
+# 19 on a fully written one, docs/BENCHMARKS.md), and the run measures
+# ext4's block allocation more than ustore or its probes.
+img="$WORK/d.img"
+dd if=/dev/zero of="$img" bs=1M count=1024 oflag=direct conv=fsync status=none
+chmod 600 "$img" # serve refuses a data file others can read
+
 run_one() { # round mode
 	local round=$1 mode=$2 sock="$WORK/s.sock"
-	rm -f "$WORK/d.img" "$sock"
+	rm -f "$sock"
+	bin/ustore mkfs --force "$img" >/dev/null
 	local features=()
 	if [ "$mode" = on ] && [ -n "${FEATURES:-}" ]; then features=(--ebpf-features "$FEATURES"); fi
 	local ebpf=$mode
 	if [ "$mode" = on ] && [ -n "${AA:-}" ]; then ebpf=off; fi
-	bin/ustore serve --device "$WORK/d.img" --size 1G --socket "$sock" --ebpf "$ebpf" "${features[@]}" \
+	bin/ustore serve --device "$img" --socket "$sock" --ebpf "$ebpf" "${features[@]}" \
 		>"$OUT/$round-$mode-serve.log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
