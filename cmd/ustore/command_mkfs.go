@@ -24,10 +24,12 @@ func newMkfsCommand() *cobra.Command {
 		Long: `Format a file or block device as an empty ustore filesystem: a root tree,
 an empty fs tree, checksum tree and free space tree, generation 1.
 
-A missing file is created, sparse, of --size bytes and mode 0600 (whatever
-the umask: it will hold every client's data, and 'ustore serve' refuses a
-data file others can read); a smaller file is extended. A block device keeps
-its own size. If mkfs fails, a file it created is removed again.
+A missing file is created of --size bytes and mode 0600 (whatever the
+umask: it will hold every client's data, and 'ustore serve' refuses a data
+file others can read); a smaller file is extended. Its space is allocated
+(fallocate), so a host filesystem without room refuses it now rather than a
+write later; a filesystem without fallocate gets a sparse file. A block
+device keeps its own size. If mkfs fails, a file it created is removed again.
 
 Everything on the device is lost, so mkfs refuses a target that holds a
 ustore filesystem or another signature it recognises (ext2/3/4, xfs, btrfs,

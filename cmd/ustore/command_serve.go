@@ -96,7 +96,7 @@ With no flags it keeps everything in ./ustore-data: the data file
 ustore-data/ustore.img and the socket ustore-data/ustore.sock next to it.
 
 The data file (--device):
-  missing                      created sparse (--size) and formatted
+  missing                      created (--size, its space allocated) and formatted
   a regular file of zeros      (holes or zero bytes, or empty) formatted in place
   a ustore filesystem          mounted; it is never reformatted
   anything else                refused: format it with 'ustore mkfs' first

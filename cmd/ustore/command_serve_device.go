@@ -73,7 +73,7 @@ func checkSocket(cfg serveConfig) error {
 	return nil
 }
 
-// createFormatted creates a missing data file, sparse, of cfg.Size bytes,
+// createFormatted creates a missing data file of cfg.Size bytes (allocated),
 // mode dataFileMode, and formats it — under a temporary name, renamed into
 // place once formatted, so that the data file never exists half formatted
 // (a crash during the first start leaves only the temporary file, redone

@@ -42,7 +42,7 @@ func ParseBackend(s string) (Backend, error) {
 
 // Options configure Open.
 type Options struct {
-	Size     int64        // extend a smaller regular file to this size (sparse)
+	Size     int64        // extend a smaller regular file to this size (allocated: sysdev.Options.Size)
 	Backend  Backend      // default Auto
 	Buffered bool         // skip O_DIRECT
 	ReadOnly bool         // open O_RDONLY: never created, extended or written; Size must be 0

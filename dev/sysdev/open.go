@@ -127,8 +127,8 @@ func logFallback(log *slog.Logger, path, at string, err error) {
 }
 
 // prepareSize sizes the device behind fd: it extends a regular file smaller
-// than want, checks a block device against want, and returns the size
-// rounded down to a whole sector.
+// than want (extend), checks a block device against want, and returns the
+// size rounded down to a whole sector.
 func prepareSize(fd int, path string, want int64) (int64, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -139,7 +139,7 @@ func prepareSize(fd int, path string, want int64) (int64, error) {
 	case unix.S_IFREG:
 		have = st.Size
 		if have < want {
-			if err := unix.Ftruncate(fd, want); err != nil {
+			if err := extend(fd, have, want); err != nil {
 				return 0, fmt.Errorf("sysdev: extend %s to %d bytes: %w", path, want, err)
 			}
 			if err := syncCreation(fd, path); err != nil {
@@ -164,6 +164,31 @@ func prepareSize(fd int, path string, want int64) (int64, error) {
 		return 0, fmt.Errorf("%w: %s has %d bytes, less than one sector", ErrSize, path, have)
 	}
 	return size, nil
+}
+
+// extend grows a regular file from have to want bytes with its space
+// allocated (fallocate, mode 0: unwritten extents, read as zeros), not as a
+// hole, for two reasons. The space is the device's from the start: a full
+// host filesystem refuses it now, with ENOSPC, rather than failing some
+// later data write under an fsync. And the host filesystem can take an
+// O_DIRECT write into allocated blocks under its inode's shared lock, where
+// a write into a hole allocates and needs the exclusive one: ext4 refuses
+// such a write to io_uring's non-blocking issue, which punts it to an io-wq
+// worker that queues on the lock (docs/BENCHMARKS.md, "eBPF overhead: the
+// benchmark's device is a fully written image"). A filesystem without
+// fallocate (EOPNOTSUPP) gets a sparse file, as before.
+func extend(fd int, have, want int64) error {
+	// A size the filesystem cannot hold is refused before fallocate, which
+	// would fill the filesystem up to the last free block before it failed.
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err == nil && fs.Bsize > 0 && uint64(want-have)/uint64(fs.Bsize) > fs.Bavail {
+		return fmt.Errorf("%w: %d bytes more wanted, %d free on its filesystem", unix.ENOSPC, want-have, fs.Bavail*uint64(fs.Bsize))
+	}
+	err := unix.Fallocate(fd, 0, have, want-have)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return unix.Ftruncate(fd, want)
+	}
+	return err
 }
 
 // syncCreation makes a new or extended backing file's size, and its name,

@@ -138,14 +138,17 @@ func TestOpen_Size(t *testing.T) {
 			t.Errorf("file %s: %v, size %d, want at least %d", name, err, fi.Size(), want)
 		}
 	}
-	// A missing file is created at Size.
+	// A missing file is created at Size, its space allocated (extend) —
+	// where this filesystem has fallocate at all.
 	mustSize("new", 64*s, 64*s)
+	mustAllocated(t, dir, "new", 64*s)
 	// A smaller file is extended, its data kept.
 	path := filepath.Join(dir, "small")
 	if err := os.WriteFile(path, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mustSize("small", 8*s, 8*s)
+	mustAllocated(t, dir, "small", 8*s)
 	if b, err := os.ReadFile(path); err != nil || !strings.HasPrefix(string(b), "keep me") {
 		t.Errorf("extended file lost its data: %v %q", err, b[:7])
 	}
@@ -158,6 +161,16 @@ func TestOpen_Size(t *testing.T) {
 	}
 	mustSize("ragged", 0, 3*s)
 
+	// More than the filesystem has free is refused, with ENOSPC, and
+	// without allocating anything first.
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		t.Fatal(err)
+	}
+	huge := int64(sfs.Blocks*uint64(sfs.Bsize)+1<<30) &^ (s - 1)
+	if _, err := open("huge", huge); !errors.Is(err, unix.ENOSPC) || !strings.Contains(err.Error(), "free on its filesystem") {
+		t.Errorf("Size %d, more than the filesystem holds: got %v, want ENOSPC", huge, err)
+	}
 	if _, err := open("missing", 0); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file with Size 0: got %v, want fs.ErrNotExist", err)
 	}
@@ -213,5 +226,29 @@ func TestOpen_Workers(t *testing.T) {
 	defer d.Close()
 	if cap(d.jobs) != workersDefault {
 		t.Errorf("default pool: %d, want %d", cap(d.jobs), workersDefault)
+	}
+}
+
+// mustAllocated checks that name in dir has at least want bytes allocated
+// (no hole): Open extends a file with fallocate. On a filesystem without
+// fallocate it accepts a sparse file, which is what Open makes there.
+func mustAllocated(t *testing.T, dir, name string, want int64) {
+	t.Helper()
+	probe, err := os.CreateTemp(dir, "fallocate-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(probe.Name())
+	defer probe.Close()
+	if err := unix.Fallocate(int(probe.Fd()), 0, 0, 4096); errors.Is(err, unix.EOPNOTSUPP) {
+		t.Logf("%s: no fallocate on this filesystem, so a sparse file is right", dir)
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, name), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 < want {
+		t.Errorf("file %s: %d bytes allocated, want at least %d (a hole where Open should allocate)", name, st.Blocks*512, want)
 	}
 }

@@ -13,7 +13,8 @@ import (
 type Options struct {
 	// Size is the least size the device must have, in bytes: a multiple
 	// of dev.SectorSize, or 0 for "whatever it is". A missing regular file
-	// is created and a smaller one extended (sparse) to Size; a block
+	// is created and a smaller one extended to Size, its space allocated
+	// (fallocate; sparse where the filesystem has no fallocate); a block
 	// device smaller than Size is an error. The device's size is then the
 	// file's or the block device's, rounded down to a whole sector.
 	Size int64

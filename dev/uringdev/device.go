@@ -18,7 +18,8 @@ import (
 // Options configure Open.
 type Options struct {
 	// Size: when positive and the path is a regular file smaller than Size,
-	// the file is extended (sparse) to Size. Block devices keep their size.
+	// the file is extended to Size, its space allocated (sysdev.Options.Size).
+	// Block devices keep their size.
 	Size int64
 	// Buffered skips O_DIRECT: I/O goes through the page cache.
 	Buffered bool
