@@ -47,6 +47,11 @@
 #   CC_REPS        3 [2]         committed-check runs per mode and server, alternating which goes first
 #   REPS           1             repetitions of every case (the summary takes medians)
 #   SERVE_FLAGS    ""            more flags for every `ustore serve` (an ablation, say)
+#   WRITE_BEHIND   0             writes each ustore file keeps in flight (`ustore bench
+#                                --write-behind`: the client's write-behind, a file's
+#                                writes sent back to back and its fsync after their
+#                                replies); 0: each write waits for its reply, as fio's
+#                                pwrite does on the peers
 #   USTORE_RUNS    1             0: the peers only (to redo a peer's cases into another OUT)
 #   FIO_CHECK      1             fio's fsync-randwrite job on ext4 at 8 jobs
 #   OUT            bench/out/fsync-vs-peers-<date>
@@ -96,6 +101,7 @@ OUT=${OUT:-bench/out/fsync-vs-peers-$(date -u +%Y%m%d-%H%M%S)}
 PLOTS=${PLOTS:-$(q docs/img "$OUT/img")}
 USTORE=${USTORE:-}
 SERVE_FLAGS=${SERVE_FLAGS:-}
+WRITE_BEHIND=${WRITE_BEHIND:-0}
 USTORE_RUNS=${USTORE_RUNS:-1}
 [[ $PEERS == none ]] && PEERS=""
 
@@ -374,7 +380,7 @@ fstype=$(findmnt -n -o FSTYPE -T "$IMG_DIR")
 [[ $fstype != tmpfs && $fstype != ramfs ]] || die "IMG_DIR $IMG_DIR is on $fstype: put the images on the disk"
 {
 	for v in QUICK IMG_DIR IMG_SIZE WORKLOADS PEERS RW_JOBS RW_FILE_SIZE RW_DURATION DIR_FILES CSUM_LARGE CSUM_SMALL \
-		CSUM_DURATION CC_FILE_SIZE CC_DURATION CC_MODES CC_REPS REPS FIO_CHECK SERVE_FLAGS; do
+		CSUM_DURATION CC_FILE_SIZE CC_DURATION CC_MODES CC_REPS REPS FIO_CHECK SERVE_FLAGS WRITE_BEHIND; do
 		echo "$v=${!v}"
 	done
 } >"$OUT/params.env"
@@ -410,6 +416,7 @@ trap 'exit 130' INT TERM
 	echo "ustore:  $(if [[ -n $USTORE ]]; then echo "$ustore (USTORE)"; else echo "$(git rev-parse --short HEAD) + $(git status --porcelain | wc -l) uncommitted paths"; fi); $(go version | cut -d' ' -f3)"
 	cmdline="bench/fsync-vs-peers.sh"
 	[[ -n $SERVE_FLAGS ]] && cmdline="SERVE_FLAGS=\"$SERVE_FLAGS\" $cmdline"
+	((WRITE_BEHIND)) && cmdline="WRITE_BEHIND=$WRITE_BEHIND $cmdline"
 	((QUICK)) && cmdline="QUICK=1 $cmdline"
 	echo "command: $cmdline"
 } >"$OUT/machine.txt"
@@ -443,7 +450,9 @@ on_ustore() {
 	local ns=$1 json=$2
 	shift 2
 	NODESIZE=$ns serve "$ustore_img" "${json%.json}.serve.log"
-	bench "$json" "$@" --socket "$sock" --metrics "$metrics" --label "ustore"
+	local wb=()
+	((WRITE_BEHIND)) && wb=(--write-behind "$WRITE_BEHIND")
+	bench "$json" "$@" --socket "$sock" --metrics "$metrics" --label "ustore" "${wb[@]}"
 	unserve
 }
 

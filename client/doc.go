@@ -19,7 +19,9 @@
 // reader), ops.go (one method per op), xattr.go (the xattr calls and their
 // size rules), stream.go (chunked transfers:
 // Write, Read, Put, Get), reader.go and writer.go (Reader and Writer,
-// streams of a file), errors.go. Frame buffers are proto's
+// streams of a file), write_behind.go (WriteBehind: a file's writes sent
+// without waiting for each reply, their errors reported by its next call
+// or its fsync; docs/PROTOCOL.md, "Write-behind"), errors.go. Frame buffers are proto's
 // (proto/buffers.go), shared with the server.
 //
 // # Reconnecting

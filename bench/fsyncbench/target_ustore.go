@@ -32,6 +32,11 @@ type UstoreOptions struct {
 	// Counters, when set, replaces the scrape: a test's in-process server
 	// hands its store's Stats this way.
 	Counters func() (Counters, error)
+	// WriteBehind is how many writes each file keeps in flight
+	// (client.WriteBehind): a write returns once it is sent, and the
+	// file's fsync, read and close wait for the replies first. 0: every
+	// write waits for its reply, one round trip of the socket each.
+	WriteBehind int
 }
 
 // NewUstore returns the target of the server listening on socket.
@@ -57,7 +62,7 @@ func (u *Ustore) Connect(ctx context.Context) (Conn, error) {
 		}
 		root = a.Ino
 	}
-	return &ustoreConn{ctx: ctx, c: c, dirs: map[string]uint64{"": root}}, nil
+	return &ustoreConn{ctx: ctx, c: c, dirs: map[string]uint64{"": root}, writeBehind: u.opts.WriteBehind}, nil
 }
 
 func (u *Ustore) Counters(ctx context.Context) (Counters, error) {
@@ -74,9 +79,10 @@ func (u *Ustore) Counters(ctx context.Context) (Counters, error) {
 // seen (a workload's files sit in one or two directories, so a create is
 // one request).
 type ustoreConn struct {
-	ctx  context.Context
-	c    *client.Client
-	dirs map[string]uint64 // directory path → inode
+	ctx         context.Context
+	c           *client.Client
+	dirs        map[string]uint64 // directory path → inode
+	writeBehind int               // UstoreOptions.WriteBehind
 }
 
 // parent returns name's directory's inode and name's last element.
@@ -125,7 +131,7 @@ func (u *ustoreConn) Create(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ustoreFile{ctx: u.ctx, c: u.c, ino: a.Ino}, nil
+	return u.file(a.Ino), nil
 }
 
 func (u *ustoreConn) Open(name string) (File, error) {
@@ -137,7 +143,7 @@ func (u *ustoreConn) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ustoreFile{ctx: u.ctx, c: u.c, ino: a.Ino}, nil
+	return u.file(a.Ino), nil
 }
 
 func (u *ustoreConn) Unlink(name string) error {
@@ -169,14 +175,27 @@ func (u *ustoreConn) Sync() error { return u.c.Sync(u.ctx) }
 
 func (u *ustoreConn) Close() error { return u.c.Close() }
 
+// file is the File of inode ino.
+func (u *ustoreConn) file(ino uint64) File {
+	f := &ustoreFile{ctx: u.ctx, c: u.c, ino: ino}
+	if u.writeBehind > 0 {
+		f.wb = u.c.WriteBehind(ino, u.writeBehind)
+	}
+	return f
+}
+
 // ustoreFile is an inode: the protocol has no open files.
 type ustoreFile struct {
 	ctx context.Context
 	c   *client.Client
 	ino uint64
+	wb  *client.WriteBehind // nil: each write waits for its reply
 }
 
-func (f ustoreFile) WriteAt(p []byte, off int64) error {
+func (f *ustoreFile) WriteAt(p []byte, off int64) error {
+	if f.wb != nil {
+		return f.wb.WriteAt(f.ctx, p, uint64(off))
+	}
 	n, err := f.c.Write(f.ctx, f.ino, uint64(off), p)
 	if err == nil && n != len(p) {
 		err = fmt.Errorf("short write: %d of %d bytes at %d", n, len(p), off)
@@ -184,14 +203,30 @@ func (f ustoreFile) WriteAt(p []byte, off int64) error {
 	return err
 }
 
-func (f ustoreFile) ReadAt(p []byte, off int64) error {
-	n, err := f.c.Read(f.ctx, f.ino, uint64(off), p)
+func (f *ustoreFile) ReadAt(p []byte, off int64) error {
+	var n int
+	var err error
+	if f.wb != nil {
+		n, err = f.wb.ReadAt(f.ctx, p, uint64(off))
+	} else {
+		n, err = f.c.Read(f.ctx, f.ino, uint64(off), p)
+	}
 	if err == nil && n != len(p) {
 		err = fmt.Errorf("short read: %d of %d bytes at %d", n, len(p), off)
 	}
 	return err
 }
 
-func (f ustoreFile) Fsync() error { return f.c.Fsync(f.ctx, f.ino, false) }
+func (f *ustoreFile) Fsync() error {
+	if f.wb != nil {
+		return f.wb.Fsync(f.ctx, false)
+	}
+	return f.c.Fsync(f.ctx, f.ino, false)
+}
 
-func (ustoreFile) Close() error { return nil }
+func (f *ustoreFile) Close() error {
+	if f.wb != nil {
+		return f.wb.Close(f.ctx)
+	}
+	return nil
+}

@@ -37,6 +37,7 @@ type fsyncFlags struct {
 	socket, dir, root, metrics, label, progress string
 	asJSON, keep                                bool
 	seed                                        uint64
+	writeBehind                                 int
 }
 
 func (f *fsyncFlags) add(c *cobra.Command) {
@@ -48,6 +49,7 @@ func (f *fsyncFlags) add(c *cobra.Command) {
 	fs.StringVar(&f.label, "label", "", "a name for the target in the report (such as ext4, btrfs-16k)")
 	fs.BoolVar(&f.keep, "keep", false, "leave the workload's files on the target")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the offsets and the data")
+	fs.IntVar(&f.writeBehind, "write-behind", 0, "on a server: writes each file keeps in flight (the client's write-behind: a write returns once sent, the file's fsync waits for the replies); 0: each write waits for its reply")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	fs.StringVar(&f.progress, "progress", "auto", "show progress on stderr: auto (when a terminal), always, never")
 }
@@ -55,8 +57,8 @@ func (f *fsyncFlags) add(c *cobra.Command) {
 // target is the target the flags name.
 func (f *fsyncFlags) target(cmd *cobra.Command) (fsyncbench.Target, error) {
 	if f.dir != "" {
-		if cmd.Flags().Changed("socket") || f.metrics != "" || cmd.Flags().Changed("root") {
-			return nil, usageError{fmt.Errorf("--dir runs on a kernel filesystem: --socket, --metrics and --root are for a server")}
+		if cmd.Flags().Changed("socket") || f.metrics != "" || cmd.Flags().Changed("root") || f.writeBehind != 0 {
+			return nil, usageError{fmt.Errorf("--dir runs on a kernel filesystem: --socket, --metrics, --root and --write-behind are for a server")}
 		}
 		d, err := fsyncbench.NewDir(f.dir)
 		if err != nil {
@@ -64,7 +66,10 @@ func (f *fsyncFlags) target(cmd *cobra.Command) (fsyncbench.Target, error) {
 		}
 		return d, nil
 	}
-	return fsyncbench.NewUstore(f.socket, fsyncbench.UstoreOptions{Root: f.root, Metrics: f.metrics}), nil
+	if f.writeBehind < 0 {
+		return nil, usageError{fmt.Errorf("--write-behind %d: want 0 or more", f.writeBehind)}
+	}
+	return fsyncbench.NewUstore(f.socket, fsyncbench.UstoreOptions{Root: f.root, Metrics: f.metrics, WriteBehind: f.writeBehind}), nil
 }
 
 // options are the workload's common options: seed, keep, and progress on

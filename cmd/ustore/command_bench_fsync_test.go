@@ -40,6 +40,17 @@ func TestCommand_BenchFsync_Quick(t *testing.T) {
 			}
 		}
 	}
+	// The client's write-behind (--write-behind): the same workloads, a
+	// file's writes in flight together.
+	for _, args := range [][]string{
+		{"bench", "fsync-randwrite", "--jobs", "2", "--file-size", "128k", "--duration", "30ms"},
+		{"bench", "csum-fsync", "--large-size", "1M", "--small-size", "64k", "--fsync-every", "10", "--duration", "30ms"},
+	} {
+		all := append(args, "--socket", sock, "--write-behind", "4", "--progress", "never")
+		if out, _, err := runIO(t, nil, all...); err != nil || !strings.HasPrefix(out, args[1]+" on ") {
+			t.Fatalf("%v: %v\n%s", all, err, out)
+		}
+	}
 	if got := on(t, sock, nil, "ls"); got != "" {
 		t.Errorf("the runs' files were left on the server: %q", got)
 	}
@@ -63,6 +74,8 @@ func TestCommand_BenchFsync_Quick(t *testing.T) {
 		{"bench", "committed-check", "--dir", dir, "--ablated-socket", sock},
 		{"bench", "dir-fsync", "--dir", dir, "--metrics", "127.0.0.1:1"},
 		{"bench", "dir-fsync", "--dir", dir + "/missing"},
+		{"bench", "fsync-randwrite", "--dir", dir, "--write-behind", "4"},
+		{"bench", "fsync-randwrite", "--socket", sock, "--write-behind", "-1"},
 	} {
 		if _, _, err := runIO(t, nil, args...); !isUsage(err) {
 			t.Errorf("%v: %v, want a usage error", args, err)
