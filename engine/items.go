@@ -59,26 +59,24 @@ func (t *Tree) InsertItems(tr *Trans, b ItemBatch) error {
 			return fmt.Errorf("%w: %d bytes, limit %d", ErrItemTooLarge, sz, geo.itemDataMax)
 		}
 	}
-	// All or nothing: no item may exist from the first key to the last (the
-	// batch contract), checked before anything is inserted. The caller owns
-	// the range (a directory's index range, under its inode's lock), so no
-	// other writer can insert into it between the check and the insert.
 	if b.Count == 0 {
 		return nil
 	}
-	var clash error
-	if b.Count > 1 { // a lone item's own search finds a clash
-		if err := t.Iterate(b.Keys[0], func(k Key, _ []byte) bool {
-			if !b.Keys[b.Count-1].Less(k) {
-				clash = fmt.Errorf("%w: %v in tree %d", ErrExists, k, t.id)
-			}
-			return false
-		}); err != nil {
+	// All or nothing: no item may exist from the first key to the last (the
+	// batch contract), checked before anything is inserted. The caller owns
+	// the range (a directory's index range, under its inode's lock), so no
+	// other writer can insert into it between the check and the insert. A
+	// lone item's own search finds a clash; a batch that fits in its first
+	// key's leaf is checked and inserted by one descent (insertInLeaf); one
+	// that does not is checked by a search of its own first.
+	if b.Count > 1 {
+		inserted, err := t.insertInLeaf(tr, b)
+		if err != nil || inserted {
 			return err
 		}
-	}
-	if clash != nil {
-		return clash
+		if err := t.checkBatchRange(b); err != nil {
+			return err
+		}
 	}
 	var p Path
 	defer p.Release()
@@ -119,6 +117,57 @@ func (t *Tree) InsertItems(tr *Trans, b ItemBatch) error {
 		p.Release()
 	}
 	return nil
+}
+
+// insertInLeaf inserts batch b whole into its first key's leaf when it
+// fits there, and reports whether it did: one descent for the batch, its
+// clash check made in that leaf. The descent changes the leaf in place
+// (insLen 0: the leaf's write lock only, no split), so a batch that does
+// not fit, or is refused, leaves the tree's shape as it was — a split
+// made for items that then are not inserted would leave a leaf under its
+// fill bound. TotalDataSize is the builder's sum, not summed again here.
+func (t *Tree) insertInLeaf(tr *Trans, b ItemBatch) (bool, error) {
+	if int(b.TotalDataSize) != len(b.Data) {
+		return false, fmt.Errorf("engine: item batch: %d bytes of data, TotalDataSize %d", len(b.Data), b.TotalDataSize)
+	}
+	var p Path
+	defer p.Release()
+	found, err := t.SearchSlot(tr, b.Keys[0], &p, 0, true)
+	if err != nil {
+		return false, err
+	}
+	if found {
+		return false, fmt.Errorf("%w: %v in tree %d", ErrExists, b.Keys[0], t.id)
+	}
+	leaf, slot := p.Leaf()
+	last := b.Keys[b.Count-1]
+	if slot < leaf.ItemCount() && !last.Less(leaf.Key(slot)) {
+		// The leaf's next item lies between the batch's first key and
+		// its last.
+		return false, fmt.Errorf("%w: %v in tree %d", ErrExists, leaf.Key(slot), t.id)
+	}
+	if int(b.TotalDataSize)+b.Count*itemHeaderSize > leaf.leafFree() || p.hasUpper && !last.Less(p.upper) {
+		return false, nil
+	}
+	lo, hi := leaf.leafMakeRoom(slot, b.Keys, b.DataSizes, int(b.TotalDataSize))
+	copy(leaf.data[lo:hi], b.Data)
+	t.stats.itemsInserted.Add(uint64(b.Count))
+	return true, nil
+}
+
+// checkBatchRange returns ErrExists if an item lies between b's first key
+// and its last.
+func (t *Tree) checkBatchRange(b ItemBatch) error {
+	var clash error
+	if err := t.Iterate(b.Keys[0], func(k Key, _ []byte) bool {
+		if !b.Keys[b.Count-1].Less(k) {
+			clash = fmt.Errorf("%w: %v in tree %d", ErrExists, k, t.id)
+		}
+		return false
+	}); err != nil {
+		return err
+	}
+	return clash
 }
 
 // Lookup returns a copy of the item's payload, or ErrNotFound.
@@ -241,12 +290,19 @@ func (t *Tree) DeleteRange(tr *Trans, from, to Key) (int, error) {
 			p.Release()
 			continue
 		}
+		// The range ends in this leaf when an item above to stays in it
+		// or the next leaf's keys start above to: then this descent was
+		// the only one (a DeleteItem's), with no second to find nothing.
+		more := end == leaf.ItemCount() && p.hasUpper && !to.Less(p.upper)
 		leaf.leafDeleteItems(slot, end-slot)
 		deleted += end - slot
 		if err := t.balanceLeaf(tr, &p); err != nil {
 			return deleted, err
 		}
 		p.Release()
+		if !more {
+			return deleted, t.collapseRoot(tr)
+		}
 	}
 }
 

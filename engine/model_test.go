@@ -67,13 +67,22 @@ func randomOps(t *testing.T, rng *rand.Rand, tr *Trans, tree *Tree, m model, n i
 				m[k] = v
 			}
 		case r < 55: // batch insert of consecutive new keys
+			// A quarter of the batches step over the existing keys in
+			// their range instead of stopping at the first: a batch with
+			// an item between its first key and its last breaks the
+			// contract, and must be refused whole (ErrExists), wherever
+			// the item lies (the first leaf or a later one).
+			across := rng.IntN(4) == 0
 			var keys []Key
 			var vals [][]byte
 			start := rng.Uint64N(keySpace)
 			for j := uint64(0); j < uint64(1+rng.IntN(60)); j++ {
 				kk := testKey(start + j)
 				if _, ok := m[kk]; ok {
-					break
+					if !across {
+						break
+					}
+					continue
 				}
 				keys = append(keys, kk)
 				vals = append(vals, testValue(rng.Uint64(), rng.IntN(maxVal)))
@@ -82,12 +91,30 @@ func randomOps(t *testing.T, rng *rand.Rand, tr *Trans, tree *Tree, m model, n i
 				continue
 			}
 			// Consecutive means no existing key in between: the loop above
-			// stops at the first existing one.
+			// stops at the first existing one, or (across) may have
+			// stepped over some between the batch's first key and its last.
+			skipped := false
+			if across {
+				last := keys[len(keys)-1]
+				for kk := range m {
+					if keys[0].Less(kk) && kk.Less(last) {
+						skipped = true
+						break
+					}
+				}
+			}
 			b, err := NewItemBatch(keys, vals)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tree.InsertItems(tr, b); err != nil {
+			err = tree.InsertItems(tr, b)
+			if skipped {
+				if !errors.Is(err, ErrExists) {
+					t.Fatalf("batch of %d at %v across an existing key: %v, want ErrExists", len(keys), keys[0], err)
+				}
+				continue
+			}
+			if err != nil {
 				t.Fatalf("batch of %d at %v: %v", len(keys), keys[0], err)
 			}
 			for j, kk := range keys {

@@ -224,6 +224,26 @@ var crashRegressions = []crashWorkload{
 	// must carry the names of the inodes it lost entries of.
 	{{crashOp{kind: opLink, a: "/A", b: "/D/l"}, crashPP{ppFsync, "/D/C"}},
 		{crashOp{kind: opUnlink, a: "/A"}, crashPP{ppFsyncDir, "/"}}},
+	// A create writes its inode item, INODE_REF (and a link's target) as
+	// one batch; a remove of a name whose DIR_ITEM holds it alone deletes
+	// that item without reading it, and a last name's INODE_REF goes with
+	// the inode's range, not on its own (removeName). Names that share
+	// their INODE_REF (two links in one directory), a file's last name in
+	// another directory, an empty directory's rmdir, a symbolic link.
+	{{crashOp{kind: opLink, a: "/A", b: "/l"}, crashPP{ppFsync, "/A"}},
+		{crashOp{kind: opUnlink, a: "/l"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opUnlink, a: "/A"}, crashPP{kind: ppSync}}},
+	{{crashOp{kind: opCreate, a: "/n"}, crashPP{ppFsync, "/n"}},
+		{crashOp{kind: opLink, a: "/n", b: "/D/m"}, crashPP{ppFsyncDir, "/D"}},
+		{crashOp{kind: opUnlink, a: "/n"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opUnlink, a: "/D/m"}, crashPP{ppFsyncDir, "/D"}}},
+	{{crashOp{kind: opMkdir, a: "/N"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opCreate, a: "/N/f"}, crashPP{ppFsync, "/N/f"}},
+		{crashOp{kind: opUnlink, a: "/N/f"}, crashPP{ppFsyncDir, "/N"}},
+		{crashOp{kind: opRmdir, a: "/N"}, crashPP{ppFsyncDir, "/"}}},
+	{{crashOp{kind: opSymlink, a: "/s", b: "/D/C"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opUnlink, a: "/s"}, crashPP{kind: ppSync}},
+		{crashOp{kind: opCreate, a: "/s"}, crashPP{ppFsync, "/s"}}},
 }
 
 // ---- the model ----

@@ -224,17 +224,16 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 	}
 	in := newInodeOf(ino, item)
 	in.nextIndex = 2
-	if err := s.fs.InsertItem(tr, inodeKey(ino), in.item.Encode(nil)); err != nil {
+	// The new inode's items — its inode item, its INODE_REF in d, a
+	// symbolic link's target — are all the tree holds of it, consecutive
+	// keys: one batch, one descent.
+	s.track.itemGrown(tr.ID(), refKey(ino, d.ino), engine.DirEntrySize(len(name)), s.e.ItemDataMax())
+	if err := s.fs.InsertItems(tr, newInodeBatch(tr, in, d, name, target)); err != nil {
 		return Attr{}, err
-	}
-	if in.isLink() {
-		if err := s.insertTarget(tr, ino, target); err != nil {
-			return Attr{}, err
-		}
 	}
 	in.lastTrans.Store(tr.ID())
 	// Under d.mu since the search above: no item of name's hash if size
-	// is 0, and the new inode has no INODE_REF yet.
+	// is 0.
 	if err := s.addEntryKnown(tr, d, name, ino, dtype(mode), size == 0, true); err != nil {
 		return Attr{}, err
 	}
@@ -252,6 +251,36 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.attrLocked(), nil
+}
+
+// newInodeBatch is the batch of a new inode's items: its inode item, its
+// INODE_REF in d (named name, at d's next index) and a symbolic link's
+// target, their payloads encoded into one buffer back to front as
+// ItemBatch holds them (three allocations, not NewItemBatch's copy).
+func newInodeBatch(tr *engine.Trans, in *inode, d *inode, name, target string) engine.ItemBatch {
+	refSize := engine.DirEntrySize(len(name))
+	b := engine.ItemBatch{
+		Keys:      make([]engine.Key, 2, 3),
+		DataSizes: make([]uint32, 2, 3),
+		Count:     2,
+	}
+	b.Keys[0], b.Keys[1] = inodeKey(in.ino), refKey(in.ino, d.ino)
+	b.DataSizes[0], b.DataSizes[1] = engine.InodeItemSize, uint32(refSize)
+	var data []byte
+	if in.isLink() {
+		x := targetExtent(tr, target)
+		b.Keys = append(b.Keys, extentKey(in.ino, 0))
+		b.DataSizes = append(b.DataSizes, uint32(len(x)))
+		b.Count++
+		data = make([]byte, 0, len(x)+refSize+engine.InodeItemSize)
+		data = append(data, x...)
+	} else {
+		data = make([]byte, 0, refSize+engine.InodeItemSize)
+	}
+	data = engine.EncodeDirEntries(data, newRef(d, name))
+	data = in.item.Encode(data)
+	b.Data, b.TotalDataSize = data, uint32(len(data))
+	return b
 }
 
 // Link gives inode ino the name name in dir. Directories cannot be linked
@@ -397,21 +426,34 @@ func (s *Store) removeLocked(d *inode, name string, e engine.DirEntry, victim *i
 	defer victim.wbMu.Unlock()
 	unlock := lockAll(d, victim)
 	defer unlock()
-	return s.removeHeld(d, name, e, victim, wantDir, s.e.StartReserved)
+	return s.removeHeld(d, name, e, victim, wantDir, s.e.StartReserved, nil)
+}
+
+// nameFound is a name's entry and the size of the DIR_ITEM of its hash,
+// as a search under the directory's mu found them (dirItem).
+type nameFound struct {
+	e        engine.DirEntry
+	itemSize int
 }
 
 // removeHeld is removeLocked with d.mu, victim.wbMu and victim.mu held;
 // start starts the transaction handle (StartReserved, or TryStartReserved
-// for a caller that must not wait).
+// for a caller that must not wait). held is name's entry as found under
+// the d.mu the caller has held since (UnlinkNoWait's), so not searched for
+// again; nil: the name is looked up again, under the lock.
 func (s *Store) removeHeld(d *inode, name string, e engine.DirEntry, victim *inode, wantDir bool,
-	start func(meta uint64) (*engine.Trans, error)) (done bool, err error) {
+	start func(meta uint64) (*engine.Trans, error), held *nameFound) (done bool, err error) {
 	if d.deleted.Load() {
 		return true, syscall.ENOENT
 	}
-	cur, err := s.findEntry(d.ino, name)
-	if err != nil {
-		return true, err
+	if held == nil {
+		cur, size, err := s.dirItem(d.ino, name)
+		if err != nil {
+			return true, err
+		}
+		held = &nameFound{cur, size}
 	}
+	cur := held.e
 	if cur.Child != e.Child {
 		return false, nil
 	}
@@ -435,7 +477,7 @@ func (s *Store) removeHeld(d *inode, name string, e engine.DirEntry, victim *ino
 	}
 	defer tr.End()
 	defer s.abortOnError(&err)
-	if err := s.removeEntry(tr, d.ino, name, cur); err != nil {
+	if err := s.removeName(tr, d.ino, name, cur, held.itemSize, victim.goesWithName()); err != nil {
 		return true, err
 	}
 	t := now()
@@ -451,16 +493,23 @@ func (s *Store) removeHeld(d *inode, name string, e engine.DirEntry, victim *ino
 	return true, s.dropLink(tr, victim, t)
 }
 
+// goesWithName reports whether dropLink deletes the inode when the name
+// being removed goes (mu held): a directory, or a file's last name while
+// nothing holds it open. Its items go then, the INODE_REF with them.
+func (in *inode) goesWithName() bool {
+	return in.isDir() || in.item.Nlink <= 1 && in.holds == 0
+}
+
 // dropLink lowers victim's link count after one of its names went, and
 // deletes it with its last — or, if it is held open, keeps it as an
 // orphan (orphan.go) (victim.wbMu and mu held).
 func (s *Store) dropLink(tr *engine.Trans, victim *inode, t engine.Timespec) error {
 	victim.item.Ctime = t
-	if !victim.isDir() && victim.item.Nlink <= 1 && victim.holds > 0 {
-		return s.orphanInode(tr, victim)
-	}
-	if victim.isDir() || victim.item.Nlink <= 1 {
+	if victim.goesWithName() {
 		return s.deleteInode(tr, victim)
+	}
+	if !victim.isDir() && victim.item.Nlink <= 1 {
+		return s.orphanInode(tr, victim)
 	}
 	victim.item.Nlink--
 	return s.writeItem(tr, victim)

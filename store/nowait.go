@@ -84,7 +84,7 @@ func (s *Store) UnlinkNoWait(dir Ino, name string) error {
 	if !d.isDir() || d.deleted.Load() {
 		return ErrWouldWait
 	}
-	e, err := s.findEntry(d.ino, name)
+	e, size, err := s.dirItem(d.ino, name)
 	if err != nil {
 		// ENOENT, or the tree's error: Unlink's answer too, but Unlink
 		// gives it with its own checks first.
@@ -103,7 +103,7 @@ func (s *Store) UnlinkNoWait(dir Ino, name string) error {
 		victim.size != 0 || victim.diskSize != 0 || !victim.pages.empty() || victim.holds > 0 {
 		return ErrWouldWait
 	}
-	_, err = s.removeHeld(d, name, e, victim, false, s.tryStart)
+	_, err = s.removeHeld(d, name, e, victim, false, s.tryStart, &nameFound{e, size})
 	if errors.Is(err, ErrWouldWait) {
 		return err
 	}

@@ -70,10 +70,11 @@ func (s *Store) symlink(dir Ino, name, target string) (Attr, error) {
 	return s.makeInode(dir, name, ModeLink|0o777, target)
 }
 
-// insertTarget writes a new link's target: its one inline extent.
-func (s *Store) insertTarget(tr *engine.Trans, ino Ino, target string) error {
+// targetExtent is a new link's target as its one inline extent's item
+// (inserted in the batch of the link's items, makeInodeLocked).
+func targetExtent(tr *engine.Trans, target string) []byte {
 	x := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentInline, Data: []byte(target)}
-	return s.fs.InsertItem(tr, extentKey(ino, 0), x.Encode(nil))
+	return x.Encode(nil)
 }
 
 // Readlink returns symbolic link ino's target; EINVAL if ino is not a
