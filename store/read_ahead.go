@@ -40,6 +40,10 @@ import (
 // inode, and gives up if the table holds another inode of that number by
 // then: the table evicts no referenced inode, so the one it fills is the
 // one writers change.
+//
+// Scans. A run over a file large next to the cache reads its chunks into
+// the scan ring's buffers instead, and readers are served from them; the
+// cache is left alone (scan_ring.go).
 
 const (
 	// readAheadChunkBlocks is one chunk of read-ahead (1 MiB): one
@@ -74,6 +78,7 @@ const _ = uint(readSubmitBlocksMax - readAheadChunksMax*readAheadChunkBlocks)
 type raChunk struct {
 	first, end uint64
 	done       chan struct{}
+	scan       *scanChunk // a scan's chunk (scan_ring.go), or nil
 }
 
 // readAheadState is the store's part of read-ahead: the slots of chunks
@@ -121,6 +126,10 @@ func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []bl
 	if in.size == 0 {
 		return nil, nil
 	}
+	scan := s.scanLocked(in)
+	if scan {
+		s.scanPruneLocked(in)
+	}
 	end := (in.size-1)/blockSize + 1
 	target := min(last+1+uint64(in.raChunks)*readAheadChunkBlocks, end)
 	from := max(in.raEnd, last+1)
@@ -132,10 +141,16 @@ func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []bl
 			from = e
 			continue
 		}
+		if e := in.scanHeldAtLocked(from); e != 0 {
+			from = e // or holds them in the scan ring
+			continue
+		}
 		c := &raChunk{first: from, end: min(from+readAheadChunkBlocks, end)}
-		for _, f := range in.raFlight {
-			if f.first > c.first && f.first < c.end {
-				c.end = f.first // up to the next chunk in flight
+		for _, l := range [][]*raChunk{in.raFlight, in.scanReady} {
+			for _, f := range l {
+				if f.first > c.first && f.first < c.end {
+					c.end = f.first // up to the next chunk in flight or held
+				}
 			}
 		}
 		var cr []blockRun
@@ -145,8 +160,19 @@ func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []bl
 			}
 		}
 		if len(cr) > 0 {
+			if scan && in.scanChunksLocked() >= scanInodeChunks {
+				break
+			}
 			if !s.ra.takeSlot() {
 				break
+			}
+			if scan {
+				buf := s.scanBuffer(in)
+				if buf == nil {
+					s.ra.inflight.Add(-1)
+					break
+				}
+				c.scan = &scanChunk{owner: in, buf: buf, epoch: epoch, seq: in.cacheSeq}
 			}
 			c.done = make(chan struct{})
 			in.raFlight = append(in.raFlight, c)
@@ -205,6 +231,7 @@ func (s *Store) readAheadDoneLocked(in *inode, chunks []*raChunk) {
 	assert.That(len(in.raFlight)-len(kept) == len(chunks), "store: a chunk of read-ahead ended that was not in flight")
 	clear(in.raFlight[len(kept):])
 	in.raFlight = kept
+	s.scanFilledLocked(in, chunks)
 	for _, c := range chunks {
 		close(c.done)
 	}
@@ -247,8 +274,13 @@ func (s *Store) readAheadRun(in *inode, chunks []*raChunk, runs []blockRun, fill
 	if held == in {
 		in.extMu.RLock()
 		// A failed chunk is not an error: a demand read of its blocks
-		// says what is wrong with them.
-		_ = s.readRuns(in, runs, fill.keep)
+		// says what is wrong with them. A scan's chunks are read into
+		// their own buffers and kept there, not in the cache.
+		if chunks[0].scan != nil {
+			_ = s.readRunsTo(in, runs, scanInto(chunks), scanVerified(chunks, fill.size))
+		} else {
+			_ = s.readRuns(in, runs, fill.keep)
+		}
 		in.extMu.RUnlock()
 	} else {
 		fill.blocks, fill.bufs = nil, nil
