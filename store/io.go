@@ -268,10 +268,10 @@ func (s *Store) readOnce(in *inode, off uint64, buf []byte, waited bool) (n int,
 		s.scanServedLocked(in, first, last)
 	}
 	carry, scan := false, false
-	if in.sequentialLocked(first, last) {
+	if seq, gap := in.sequentialLocked(first, last); seq {
 		scan = s.scanLocked(in)
 		carry = !scan && in.raChunks == 1 && len(missing) > 0
-		chunks, ahead = s.readAheadLocked(in, epoch, last)
+		chunks, ahead = s.readAheadLocked(in, epoch, first, last, gap)
 	}
 	in.mu.Unlock()
 	if !carry {

@@ -86,10 +86,10 @@ func (s *Store) readCachedLocked(in *inode, off uint64, buf []byte) (n int, ok b
 		s.scanServedLocked(in, first, last)
 	}
 	// As Read: the run goes on, and its read-ahead with it.
-	if in.sequentialLocked(first, last) {
+	if seq, gap := in.sequentialLocked(first, last); seq {
 		epoch := s.epochLocked(in)
 		fill = cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
-		chunks, ahead = s.readAheadLocked(in, epoch, last)
+		chunks, ahead = s.readAheadLocked(in, epoch, first, last, gap)
 	}
 	return n, true, fill, chunks, ahead
 }

@@ -45,13 +45,24 @@ import (
 const (
 	// scanRingChunks is how many chunk buffers the ring holds at most.
 	scanRingChunks = 16
+	// scanWindowChunks is how many chunks a scan keeps ahead of its
+	// reader, and in flight at most: a client's pipeline of 8 reads of
+	// 1 MiB, as fio's queue depth 8.
+	scanWindowChunks = 2 * readAheadChunksMax
 	// scanInodeChunks bounds one inode's scan chunks, in flight and
 	// ready: its window ahead and the chunks its pipelined readers have
 	// not reached yet.
-	scanInodeChunks = 2 * readAheadChunksMax
+	scanInodeChunks = 12
 	// scanCacheShare: a file of at least CacheBytes/scanCacheShare bytes
 	// read sequentially is a scan (the default of ScanReadBytes).
 	scanCacheShare = 4
+)
+
+// A scan's window goes in one submission; the ring holds an inode's
+// chunks.
+const (
+	_ = uint(readSubmitBlocksMax - scanWindowChunks*readAheadChunkBlocks)
+	_ = uint(scanRingChunks - scanInodeChunks)
 )
 
 // A chunk's blocks fit its bitmaps.

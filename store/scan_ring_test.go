@@ -178,7 +178,7 @@ func TestScanRing_Write_DropsChunks(t *testing.T) {
 func TestScanRing_Reclaim(t *testing.T) {
 	const (
 		chunks = 12
-		left   = scanRingChunks / readAheadChunksMax // scans whose windows fill the ring
+		left   = scanRingChunks / scanWindowChunks // scans whose windows fill the ring
 	)
 	d := newTestDevice(t, 256<<20)
 	opts := scanOpts()
