@@ -117,13 +117,8 @@ func (s *Store) scanLocked(in *inode) bool {
 	return s.opts.ScanReadBytes > 0 && in.size >= uint64(s.opts.ScanReadBytes)
 }
 
-// takeBuffer returns a free buffer of the ring, or nil if all are held.
-func (r *scanRing) takeBuffer() []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.takeBufferLocked()
-}
-
+// takeBufferLocked returns a free buffer of the ring, made if the ring
+// has made fewer than scanRingChunks, or nil if all are held (r.mu held).
 func (r *scanRing) takeBufferLocked() []byte {
 	if n := len(r.free); n > 0 {
 		b := r.free[n-1]
@@ -285,7 +280,7 @@ func (in *inode) scanChunksLocked() int {
 	return n
 }
 
-// scanFilled ends scan chunks whose device read is over (in.mu held, from
+// scanFilledLocked ends scan chunks whose device read is over (in.mu held, from
 // the read's fill): a chunk that holds blocks and may still be read goes
 // on the ready lists; any other gives its buffer back.
 func (s *Store) scanFilledLocked(in *inode, chunks []*raChunk) {
@@ -345,7 +340,8 @@ func scanVerified(chunks []*raChunk, size uint64) func(r blockRun, data []byte) 
 	}
 }
 
-// ScanStats are the scan ring's figures (in CacheStats).
+// scanStats returns how many of the ring's buffers chunks hold, and how
+// many of those chunks are ready (CacheStats).
 func (s *Store) scanStats() (held, ready int) {
 	s.scan.mu.Lock()
 	defer s.scan.mu.Unlock()
