@@ -94,7 +94,7 @@ run_ustore() { # name, binary, rep
 	fi
 	"$USTORE" bench seqread --socket "$SOCK" --size "$SIZE" --json >"$OUT/$1-$3.json"
 	[[ -n "$prof" ]] && wait "$prof" || true
-	curl -s "http://$METRICS/metrics" | grep -E '^ustore_store_cache_(read|page)' >"$OUT/$1-$3.metrics" || true
+	curl -s "http://$METRICS/metrics" | grep -E '^ustore_store_cache_(read|page|scan)' >"$OUT/$1-$3.metrics" || true
 	stop_server
 }
 

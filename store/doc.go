@@ -12,7 +12,8 @@
 // list items), attr.go (stat, setattr, statfs, readdir), xattr.go
 // (extended attributes), times.go (the timestamp range), io.go (write,
 // read), read_cached.go (a read from memory that never waits), read_ahead.go
-// (a sequential reader's next chunks, in the background), read_blocks.go
+// (a sequential reader's next chunks, in the background), scan_ring.go (a
+// large sequential scan's chunks, held in a ring, not cached), read_blocks.go
 // (file blocks from the device, checked), pages.go
 // (buffered pages), writeback.go, writeback_pipeline.go and flusher.go
 // (dirty data to extents; the budget), extents.go and csum.go (extent and
@@ -98,7 +99,9 @@
 //     caches what it fetched only if no block of the inode was dirtied
 //     meanwhile (cacheSeq); ReadCached, which reads only what is in memory,
 //     follows Read's rules under the inode's mu, and reads an inode only
-//     while it is the table's. Cached blocks, tree nodes and in-memory
+//     while it is the table's. A scan's chunk in the ring (invariant 22)
+//     is read only while its inode's epoch and cacheSeq are those it was
+//     issued under. Cached blocks, tree nodes and in-memory
 //     inodes share one byte budget, each charged exactly (invariant 21). (page_cache.go, ReadCached; TestPageCache_*,
 //     TestStore_ReadCached_*, TestModel)
 //  14. Teardown is bulk: unmount drops the inode table's maps and the
@@ -156,7 +159,7 @@
 //     readAheadChunksMax chunks in flight and the store
 //     readAheadInflightMax, each holding a slot from its issue to its
 //     end; a chunk is on its inode's raFlight until its blocks are
-//     cached or refused, and a read that misses one of its blocks waits
+//     cached, held in the scan ring (invariant 22) or refused, and a read that misses one of its blocks waits
 //     for it (once) before it reads the device. A background read fills
 //     only the inode the table holds, with a reference, under invariant
 //     13's rules; Close waits for every one before the engine closes.
@@ -182,6 +185,23 @@
 //     inside a running transaction loses nothing an fsync needs.
 //     (checkInodeCharges, TestItable_Charge_*, TestItable_PageMapBytes_Heap,
 //     TestMem_InodesAndData, TestCrash_InodesEvicted)
+//  22. A scan — a sequential run over a file of at least ScanReadBytes
+//     (default a quarter of the cache budget) — caches nothing: its chunks
+//     of read-ahead are read into the scan ring's buffers and its misses
+//     on demand. The ring is bounded by a constant, not the cache budget:
+//     at most scanRingChunks buffers of one chunk (16 MiB), made on first
+//     use and kept, in the memory bound's fixed allowance; an inode holds
+//     at most scanInodeChunks scan chunks, in flight and ready. A chunk
+//     holds its buffer from its issue until it is released — on its
+//     inode's scanReady and the ring's ready list between its fill and its
+//     release, each buffer held by one chunk at a time — and a reader
+//     reads a block from it only under the inode's mu, only if the chunk
+//     read and verified that block, and only while the inode's epoch and
+//     cacheSeq are those the chunk was issued under (invariant 13): every
+//     write, shrinking truncate, punch and deletion makes it unreadable
+//     before it returns, and drops it. Another scan takes a ready chunk
+//     only under its inode's mu, by TryLock. (scanRing, scanUsableLocked,
+//     scanBuffer, scanFilledLocked; TestScanRing_*)
 //
 // # The fsync path
 //

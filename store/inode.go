@@ -83,10 +83,12 @@ type inode struct {
 	// The read-ahead window (read_ahead.go), guarded by mu: raNext is the
 	// block after the sequential run's last read, raEnd the block after
 	// what read-ahead has issued for it (0: nothing), raChunks how many
-	// chunks it keeps ahead, raFlight its chunks in flight.
+	// chunks it keeps ahead, raFlight its chunks in flight, scanReady a
+	// scan's chunks read and held in the scan ring (scan_ring.go).
 	raNext, raEnd uint64
 	raChunks      int
 	raFlight      []*raChunk
+	scanReady     []*raChunk
 	// nextIndex is a directory's next DIR_INDEX offset.
 	nextIndex uint64
 	// holds counts a file's Open holds (orphan.go); each holds one of

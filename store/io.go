@@ -128,6 +128,7 @@ func (s *Store) dirtyPageLocked(in *inode, b uint64, whole bool) (p *page, creat
 	// device that began before this write must not cache it either.
 	s.pc.remove(epoch, b)
 	in.cacheSeq++
+	s.scanPruneLocked(in) // a scan's chunks of the file are stale now
 	if len(in.pages.dirty) == 0 {
 		in.pages.dirtySince = time.Now()
 		s.wb.markDirty(in)
@@ -221,12 +222,17 @@ func (s *Store) readOnce(in *inode, off uint64, buf []byte, waited bool) (n int,
 	// Runs of blocks with neither a buffered nor a cached page come from
 	// the device.
 	var missing []blockRun
-	var hits uint64
+	var hits, scanned uint64
 	for b := first; b <= last; b++ {
 		bs := b * blockSize
 		lo, hi := max(off, bs), min(end, bs+blockSize)
 		if p := in.pages.lookup(b); p != nil {
 			copy(buf[lo-off:hi-off], p.buf[lo-bs:hi-bs])
+			continue
+		}
+		if c := in.scanBlockLocked(b); c != nil {
+			copy(buf[lo-off:hi-off], c[lo-bs:hi-bs])
+			scanned++
 			continue
 		}
 		if c := s.pc.get(epoch, b); c != nil {
@@ -248,16 +254,24 @@ func (s *Store) readOnce(in *inode, off uint64, buf []byte, waited bool) (n int,
 	}
 	s.stats.pageHits.Add(hits)
 	s.stats.pageMisses.Add(blocksIn(missing))
+	s.stats.scanBlocks.Add(scanned)
 	fill := cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
 	var chunks []*raChunk
 	var ahead []blockRun
 	// A read that starts a run carries its first chunk of read-ahead in
 	// its own submission; later ones leave the window's top-up to the
-	// background, so that no read waits for more than its own blocks.
-	carry := false
-	if in.sequentialLocked(first, last) {
-		carry = in.raChunks == 1 && len(missing) > 0
-		chunks, ahead = s.readAheadLocked(in, epoch, last)
+	// background, so that no read waits for more than its own blocks. A
+	// scan's read caches nothing and carries nothing: its chunks go to
+	// the scan ring, in the background (scan_ring.go).
+	// The chunks this read finished go before new ones take buffers.
+	if scanned > 0 {
+		s.scanServedLocked(in, first, last)
+	}
+	carry, scan := false, false
+	if seq, gap := in.sequentialLocked(first, last); seq {
+		scan = s.scanLocked(in)
+		carry = !scan && in.raChunks == 1 && len(missing) > 0
+		chunks, ahead = s.readAheadLocked(in, epoch, first, last, gap)
 	}
 	in.mu.Unlock()
 	if !carry {
@@ -278,7 +292,9 @@ func (s *Store) readOnce(in *inode, off uint64, buf []byte, waited bool) (n int,
 		if lo < hi {
 			copy(buf[lo-off:hi-off], data[lo-bs:hi-bs])
 		}
-		fill.keep(r, data)
+		if !scan {
+			fill.keep(r, data)
+		}
 	}
 	in.extMu.RLock()
 	err = s.readRuns(in, missing, deliver)

@@ -181,6 +181,8 @@ func (t *inodeTable) dropLocked(sh *inodeShard, in *inode) {
 	delete(sh.m, in.ino)
 	t.fast.Delete(in.ino)
 	in.charge.Store(0)
+	// No reader finds in again: a scan's chunks of it go with it.
+	t.s.scanDropAllLocked(in)
 }
 
 // ref adds a reference to an inode already in the table.

@@ -31,7 +31,11 @@ type Options struct {
 	DirtyExpire time.Duration
 	// CommitInterval: see engine.Options (default 5 s).
 	CommitInterval time.Duration
-	Logger         *slog.Logger
+	// ScanReadBytes: a sequential run over a file of at least this many
+	// bytes is a scan, read through the scan ring and not cached
+	// (scan_ring.go). Default CacheBytes/4; negative: no read is a scan.
+	ScanReadBytes int64
+	Logger        *slog.Logger
 	// Ablations: see journal.Ablations (for benchmarks only; passed to
 	// the engine and the log tree).
 	journal.Ablations
@@ -51,6 +55,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CacheBytes < 0 {
 		return o, fmt.Errorf("store: cache budget %d bytes is negative", o.CacheBytes)
+	}
+	if o.ScanReadBytes == 0 {
+		o.ScanReadBytes = max(o.CacheBytes/scanCacheShare, 1)
 	}
 	if o.DirtyBytes == 0 {
 		o.DirtyBytes = 256 << 20

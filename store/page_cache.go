@@ -117,6 +117,7 @@ func (s *Store) invalidateLocked(in *inode) {
 	}
 	in.epoch = s.pc.newEpoch()
 	in.cacheSeq++
+	s.scanPruneLocked(in) // and a scan's chunks of it
 }
 
 // teardownPerRange is the ablation of bulk teardown: every block of in's
@@ -156,6 +157,13 @@ type CacheStats struct {
 	ReadSubmissions, ReadAheadSubmissions, ReadAheadWaits uint64
 	// ReadAheadChunks is how many chunks of read-ahead are in flight now.
 	ReadAheadChunks int64 `metric:"gauge"`
+	// ScanBlocks counts the blocks reads took from a scan's chunks
+	// (scan_ring.go), not the cache; ScanReclaims the chunks a scan took
+	// from another inode's for want of a free buffer. ScanBuffers is how
+	// many of the ring's buffers chunks hold now, ScanReady how many of
+	// those chunks hold blocks for readers.
+	ScanBlocks, ScanReclaims uint64
+	ScanBuffers, ScanReady   int `metric:"gauge"`
 	// Evictions counts data pages the hand (or Clear) dropped;
 	// InodeEvictions the inodes it dropped.
 	Evictions, InodeEvictions int64
@@ -169,7 +177,10 @@ type CacheStats struct {
 // CacheStats returns the page cache's figures.
 func (s *Store) CacheStats() CacheStats {
 	st, ist := s.pc.c.Stats(), s.itab.c.Stats()
+	scanHeld, scanReady := s.scanStats()
 	return CacheStats{
+		ScanBlocks: s.stats.scanBlocks.Load(), ScanReclaims: s.stats.scanReclaims.Load(),
+		ScanBuffers: scanHeld, ScanReady: scanReady,
 		InodeBytes: ist.Bytes, Inodes: ist.Entries, InodeEvictions: ist.Evictions,
 		BudgetBytes: s.pc.c.Budget().BudgetBytes(), Bytes: s.pc.c.Budget().Bytes(),
 		NodeBytes: s.e.CacheStats().Bytes, PageBytes: st.Bytes, Pages: st.Entries,

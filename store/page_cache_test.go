@@ -164,12 +164,15 @@ func TestPageCache_Read_ReadAheadOneSubmission(t *testing.T) {
 func TestPageCache_Budget_Exact(t *testing.T) {
 	d := newTestDevice(t, 64<<20)
 	const budget = 2 << 20
-	s := openTest(t, d, quiet(Options{CacheBytes: budget}))
+	// The cached path: read front to back, files twice the cache would
+	// be scans, which cache nothing (scan_ring.go).
+	opts := quiet(Options{CacheBytes: budget, ScanReadBytes: -1})
+	s := openTest(t, d, opts)
 	var inos []Ino
 	for i := range 4 {
 		inos = append(inos, mustCreate(t, s, RootIno, fmt.Sprintf("f%d", i), patternData(byte(i), 4<<20)))
 	}
-	s = remount(t, s, d, quiet(Options{CacheBytes: budget}))
+	s = remount(t, s, d, opts)
 	buf := make([]byte, 256<<10)
 	for pass := range 2 {
 		for i, ino := range inos {
@@ -224,7 +227,8 @@ func TestPageCache_Concurrent_NeverStaleAcrossEviction(t *testing.T) {
 // TestPageCache_Concurrent_NeverStaleSequential is the same run with
 // sequential readers, each going through the files front to back, with
 // ReadCached first: read-ahead in flight (its own submissions, in the
-// background) meets the writers' overwrites, truncates and renames.
+// background) meets the writers' overwrites, truncates and renames. The
+// files are not scans (TestScanRing_Concurrent_NeverStale has them so).
 func TestPageCache_Concurrent_NeverStaleSequential(t *testing.T) {
 	neverStaleRun(t, neverStale{seq: true, cached: true})
 }
@@ -232,8 +236,9 @@ func TestPageCache_Concurrent_NeverStaleSequential(t *testing.T) {
 // neverStale says how neverStaleRun varies: evict runs an evicter of
 // inodes beside the writers and readers; cached makes the readers try
 // ReadCached first, then Read if it declines, as the server's connection
-// reader does; seq makes the readers sequential.
-type neverStale struct{ evict, cached, seq bool }
+// reader does; seq makes the readers sequential; scan makes their files
+// scans (scan_ring.go), which without it are read through the cache.
+type neverStale struct{ evict, cached, seq, scan bool }
 
 // neverStaleRun is TestPageCache_Concurrent_NeverStale, varied by how.
 func neverStaleRun(t *testing.T, how neverStale) {
@@ -249,7 +254,11 @@ func neverStaleRun(t *testing.T, how neverStale) {
 	if how.seq {
 		blocks, cacheBytes = 4*readAheadChunkBlocks, 6<<20
 	}
-	s := openTest(t, d, Options{CacheBytes: cacheBytes, DirtyBytes: 1 << 20})
+	opts := Options{CacheBytes: cacheBytes, DirtyBytes: 1 << 20, ScanReadBytes: -1}
+	if how.scan {
+		opts.ScanReadBytes = 0 // the default: a quarter of the cache, under a file's size
+	}
+	s := openTest(t, d, opts)
 	type file struct {
 		mu    sync.RWMutex // held for writing across a replacement (truncate, rename over)
 		ino   atomic.Uint64
@@ -426,6 +435,9 @@ func neverStaleRun(t *testing.T, how neverStale) {
 	}
 	if how.seq && cs.ReadAheadSubmissions == 0 {
 		t.Fatalf("%+v: no read-ahead in the background", cs)
+	}
+	if how.scan != (cs.ScanBlocks > 0) {
+		t.Fatalf("%+v: %d blocks read from the scan ring, want some only with scans", cs, cs.ScanBlocks)
 	}
 	closeCheck(t, s)
 }

@@ -14,9 +14,11 @@ import (
 //
 // The window. An inode's sequential run is its reads that start at the
 // block after the run's last read (raNext), or anywhere in the window
-// read ahead for it (a client with several reads in flight sends them in
-// order, but the server runs them concurrently, so they take the inode's
-// lock in any order). Each read of the run doubles how many chunks are
+// read ahead for it, or up to a pipeline's reads past it (a client with
+// several reads in flight sends them in order, but the server runs them
+// concurrently, so they take the inode's lock in any order; a read that
+// overtook the window has read-ahead issue the blocks of the reads it
+// overtook, which then find them in flight). Each read of the run doubles how many chunks are
 // kept ahead of it (raChunks), from 1 to readAheadChunksMax; a read
 // elsewhere ends the run. A read tops the window up: the chunks from
 // raEnd (what was issued so far) to raChunks past its own end go to the
@@ -40,6 +42,10 @@ import (
 // inode, and gives up if the table holds another inode of that number by
 // then: the table evicts no referenced inode, so the one it fills is the
 // one writers change.
+//
+// Scans. A run over a file large next to the cache reads its chunks into
+// the scan ring's buffers instead, and readers are served from them; the
+// cache is left alone (scan_ring.go).
 
 const (
 	// readAheadChunkBlocks is one chunk of read-ahead (1 MiB): one
@@ -61,6 +67,13 @@ const (
 	// still be in the run: the reads of a client's pipeline (8 reads of
 	// 1 MiB) that take the inode's lock after a later one.
 	readAheadBackBlocks = 8 * readAheadChunkBlocks
+	// readAheadOverBlocks is how far past what read-ahead issued a read
+	// may start and still be in the run: a later read of the pipeline
+	// that takes the lock before the reads it follows, the window
+	// holding fewer chunks than the pipeline reads. Ending the run there
+	// made the reads it overtook, and those after them, read on demand
+	// until a new run's window caught up.
+	readAheadOverBlocks = 8 * readAheadChunkBlocks
 )
 
 // Read-ahead reads chunk by chunk, each its own staging buffer.
@@ -74,6 +87,7 @@ const _ = uint(readSubmitBlocksMax - readAheadChunksMax*readAheadChunkBlocks)
 type raChunk struct {
 	first, end uint64
 	done       chan struct{}
+	scan       *scanChunk // a scan's chunk (scan_ring.go), or nil
 }
 
 // readAheadState is the store's part of read-ahead: the slots of chunks
@@ -99,43 +113,77 @@ func (ra *readAheadState) takeSlot() bool {
 }
 
 // sequentialLocked says whether a read of blocks [first, last] continues
-// in's sequential run, and moves the run (in.mu held).
-func (in *inode) sequentialLocked(first, last uint64) bool {
-	seq := first == in.raNext ||
-		(in.raEnd != 0 && first <= in.raEnd && first+readAheadBackBlocks >= in.raNext)
+// in's sequential run, and moves the run (in.mu held). A read that
+// overtook the run — it starts past the run's end and past what was
+// issued, within a pipeline's reads — is in it, and gap is the first
+// block of the reads it overtook that read-ahead has not issued (0:
+// none): their reads have not taken the lock yet.
+func (in *inode) sequentialLocked(first, last uint64) (seq bool, gap uint64) {
+	seq = first == in.raNext ||
+		(in.raEnd != 0 && first <= in.raEnd+readAheadOverBlocks && first+readAheadBackBlocks >= in.raNext)
 	if !seq {
 		in.raNext, in.raEnd, in.raChunks = last+1, 0, 0
-		return false
+		return false, 0
+	}
+	if g := max(in.raEnd, in.raNext); first > g {
+		gap = g
 	}
 	in.raNext = max(in.raNext, last+1)
 	in.raChunks = min(max(1, 2*in.raChunks), readAheadChunksMax)
-	return true
+	return true, gap
 }
 
 // readAheadLocked issues the chunks that keep in's window full after a
-// sequential read whose last block is last: it registers them on
+// sequential read of blocks [first, last]: it registers them on
 // in.raFlight and returns them with the runs of their blocks to read
-// (in.mu held). Nothing when the window is full, the file ends, the
-// inode has readAheadChunksMax chunks in flight or the store no slot.
-func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []blockRun) {
+// (in.mu held). A read that overtook its run (gap, sequentialLocked)
+// issues the blocks of the reads it overtook first, not its own. Nothing
+// when the window is full, the file ends, the inode has
+// readAheadChunksMax chunks in flight or the store no slot.
+func (s *Store) readAheadLocked(in *inode, epoch, first, last, gap uint64) ([]*raChunk, []blockRun) {
 	if in.size == 0 {
 		return nil, nil
 	}
+	// A scan's window is twice the cached path's: its chunks in flight
+	// are the ring's buffers, not staging buffers and their copies, and
+	// a client's pipeline (8 reads of 1 MiB) reaches past 4 chunks.
+	window, flight := in.raChunks, readAheadChunksMax
+	scan := s.scanLocked(in)
+	if scan {
+		s.scanPruneLocked(in)
+		window, flight = 2*window, scanWindowChunks
+	}
 	end := (in.size-1)/blockSize + 1
-	target := min(last+1+uint64(in.raChunks)*readAheadChunkBlocks, end)
+	target := min(last+1+uint64(window)*readAheadChunkBlocks, end)
 	from := max(in.raEnd, last+1)
+	if gap != 0 {
+		from = gap
+	}
 	var chunks []*raChunk
 	var runs []blockRun
-	for from < target && len(in.raFlight) < readAheadChunksMax {
+	for from < target && len(in.raFlight) < flight {
+		if from >= first && from <= last {
+			from = last + 1 // the read's own blocks: it reads them
+			continue
+		}
 		if e := in.inFlightAtLocked(from); e != 0 {
 			// An older run's chunk is reading these blocks already.
 			from = e
 			continue
 		}
+		if e := in.scanHeldAtLocked(from); e != 0 {
+			from = e // or holds them in the scan ring
+			continue
+		}
 		c := &raChunk{first: from, end: min(from+readAheadChunkBlocks, end)}
-		for _, f := range in.raFlight {
-			if f.first > c.first && f.first < c.end {
-				c.end = f.first // up to the next chunk in flight
+		if from < first && c.end > first {
+			c.end = first // a gap's last chunk ends at the read
+		}
+		for _, l := range [][]*raChunk{in.raFlight, in.scanReady} {
+			for _, f := range l {
+				if f.first > c.first && f.first < c.end {
+					c.end = f.first // up to the next chunk in flight or held
+				}
 			}
 		}
 		var cr []blockRun
@@ -145,8 +193,19 @@ func (s *Store) readAheadLocked(in *inode, epoch, last uint64) ([]*raChunk, []bl
 			}
 		}
 		if len(cr) > 0 {
+			if scan && in.scanChunksLocked() >= scanInodeChunks {
+				break
+			}
 			if !s.ra.takeSlot() {
 				break
+			}
+			if scan {
+				buf := s.scanBuffer(in)
+				if buf == nil {
+					s.ra.inflight.Add(-1)
+					break
+				}
+				c.scan = &scanChunk{owner: in, buf: buf, epoch: epoch, seq: in.cacheSeq}
 			}
 			c.done = make(chan struct{})
 			in.raFlight = append(in.raFlight, c)
@@ -205,6 +264,7 @@ func (s *Store) readAheadDoneLocked(in *inode, chunks []*raChunk) {
 	assert.That(len(in.raFlight)-len(kept) == len(chunks), "store: a chunk of read-ahead ended that was not in flight")
 	clear(in.raFlight[len(kept):])
 	in.raFlight = kept
+	s.scanFilledLocked(in, chunks)
 	for _, c := range chunks {
 		close(c.done)
 	}
@@ -247,8 +307,13 @@ func (s *Store) readAheadRun(in *inode, chunks []*raChunk, runs []blockRun, fill
 	if held == in {
 		in.extMu.RLock()
 		// A failed chunk is not an error: a demand read of its blocks
-		// says what is wrong with them.
-		_ = s.readRuns(in, runs, fill.keep)
+		// says what is wrong with them. A scan's chunks are read into
+		// their own buffers and kept there, not in the cache.
+		if chunks[0].scan != nil {
+			_ = s.readRunsTo(in, runs, scanInto(chunks), scanVerified(chunks, fill.size))
+		} else {
+			_ = s.readRuns(in, runs, fill.keep)
+		}
 		in.extMu.RUnlock()
 	} else {
 		fill.blocks, fill.bufs = nil, nil

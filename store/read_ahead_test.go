@@ -300,3 +300,39 @@ func TestReadAhead_NewRun_SkipsChunksInFlight(t *testing.T) {
 	waitChunks(t, s, 0)
 	closeCheck(t, s)
 }
+
+// TestReadAhead_Overtaken_GapReadAhead: a pipelined read that takes the
+// lock before the reads it follows — past what read-ahead issued — stays
+// in the run: it reads its own blocks on demand, read-ahead issues the
+// blocks of the reads it overtook (and the window past it), and those
+// reads, coming after, find them; every block comes from the device once
+// and the run goes on (the file is a scan: nothing is cached).
+func TestReadAhead_Overtaken_GapReadAhead(t *testing.T) {
+	const chunks = 24
+	d := newTestDevice(t, 128<<20)
+	s, ino, data := scanFile(t, d, chunks, scanOpts())
+	readChunk(t, s, ino, data, 0, false) // on demand; chunks 1 and 2 ahead (a scan's window)
+	waitChunks(t, s, 0)
+	readChunk(t, s, ino, data, 5, false) // overtakes 1–4: 3 and 4 (the gap), 6–9 ahead
+	if cs := s.CacheStats(); cs.ReadAheadBlocks != 8*readAheadChunkBlocks {
+		t.Fatalf("%+v: %d blocks read ahead after the overtaking read, want chunks 1–4 and 6–9", cs, cs.ReadAheadBlocks)
+	}
+	waitChunks(t, s, 0)
+	for k := 1; k < chunks; k++ {
+		if k != 5 {
+			readChunk(t, s, ino, data, k, k%2 == 0)
+		}
+	}
+	waitChunks(t, s, 0)
+	cs := s.CacheStats()
+	if cs.PageMisses != 2*readAheadChunkBlocks {
+		t.Fatalf("%+v: %d blocks read on demand, want the first read's and the overtaking one's: %d", cs, cs.PageMisses, 2*readAheadChunkBlocks)
+	}
+	if got := cs.PageMisses + cs.ReadAheadBlocks; got != chunks*readAheadChunkBlocks {
+		t.Fatalf("%+v: %d blocks from the device, want the file's %d once each", cs, got, chunks*readAheadChunkBlocks)
+	}
+	if cs.Pages != 0 || cs.ScanBuffers != 0 {
+		t.Fatalf("%+v: the scan cached blocks or holds chunks after it read them all", cs)
+	}
+	closeCheck(t, s)
+}

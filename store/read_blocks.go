@@ -78,6 +78,12 @@ func putReadStaging(b *[]byte) {
 // readPieceBlocksMax, and calls fn with each piece and its verified
 // bytes, valid only during the call.
 func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []byte)) error {
+	return s.readRunsTo(in, runs, nil, fn)
+}
+
+// readRunsTo is readRuns reading each piece into the buffer into returns
+// for it (a scan chunk's), or into a staging buffer if into is nil.
+func (s *Store) readRunsTo(in *inode, runs []blockRun, into func(first, count uint64) []byte, fn func(r blockRun, data []byte)) error {
 	var (
 		batch   []blockRead
 		staging []*[]byte
@@ -117,7 +123,13 @@ func (s *Store) readRuns(in *inode, runs []blockRun, fn func(r blockRun, data []
 	for _, r := range runs {
 		for r.count > 0 {
 			c := min(r.count, readPieceBlocksMax, readSubmitBlocksMax-blocks)
-			dst, st := readStagingBuffer(int(c) * blockSize)
+			var dst []byte
+			var st *[]byte
+			if into != nil {
+				dst = into(r.first, c)
+			} else {
+				dst, st = readStagingBuffer(int(c) * blockSize)
+			}
 			staging = append(staging, st)
 			batch = append(batch, blockRead{first: r.first, count: c, ahead: r.ahead, dst: dst})
 			var err error

@@ -54,12 +54,17 @@ func (s *Store) readCachedLocked(in *inode, off uint64, buf []byte) (n int, ok b
 	n = int(min(uint64(len(buf)), in.size-off))
 	end := off + uint64(n)
 	first, last := off/blockSize, (end-1)/blockSize
-	var hits uint64
+	var hits, scanned uint64
 	for b := first; b <= last; b++ {
 		bs := b * blockSize
 		lo, hi := max(off, bs), min(end, bs+blockSize)
 		if p := in.pages.lookup(b); p != nil {
 			copy(buf[lo-off:hi-off], p.buf[lo-bs:hi-bs])
+			continue
+		}
+		if c := in.scanBlockLocked(b); c != nil {
+			copy(buf[lo-off:hi-off], c[lo-bs:hi-bs])
+			scanned++
 			continue
 		}
 		// Epoch 0 was never given: an inode that has not used the cache
@@ -75,12 +80,16 @@ func (s *Store) readCachedLocked(in *inode, off uint64, buf []byte) (n int, ok b
 		hits++
 	}
 	s.stats.pageHits.Add(hits)
+	s.stats.scanBlocks.Add(scanned)
 	s.stats.cachedReads.Add(1)
+	if scanned > 0 {
+		s.scanServedLocked(in, first, last)
+	}
 	// As Read: the run goes on, and its read-ahead with it.
-	if in.sequentialLocked(first, last) {
+	if seq, gap := in.sequentialLocked(first, last); seq {
 		epoch := s.epochLocked(in)
 		fill = cacheFill{epoch: epoch, seq: in.cacheSeq, size: in.size}
-		chunks, ahead = s.readAheadLocked(in, epoch, last)
+		chunks, ahead = s.readAheadLocked(in, epoch, first, last, gap)
 	}
 	return n, true, fill, chunks, ahead
 }

@@ -29,8 +29,12 @@ type storeStats struct {
 	// readAheadWaits the reads that waited for read-ahead in flight.
 	readSubmissions, readAheadSubmissions atomic.Uint64
 	readAheadWaits                        atomic.Uint64
-	teardownSteps                         atomic.Uint64
-	fsyncDataRoundTrips                   atomic.Uint64
+	// scanBlocks counts the blocks reads took from the scan ring's
+	// chunks, scanReclaims the chunks a scan took from another's
+	// (scan_ring.go).
+	scanBlocks, scanReclaims atomic.Uint64
+	teardownSteps            atomic.Uint64
+	fsyncDataRoundTrips      atomic.Uint64
 }
 
 // Stats are the store's counters since mount, and a few values now.

@@ -42,7 +42,8 @@ type Store struct {
 
 	orphansFreed int // the orphans mount freed (orphan.go)
 
-	ra readAheadState // read_ahead.go
+	ra   readAheadState // read_ahead.go
+	scan scanRing       // scan_ring.go
 
 	stop        chan struct{}
 	flusherDone chan struct{}
