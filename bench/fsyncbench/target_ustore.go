@@ -3,8 +3,6 @@ package fsyncbench
 import (
 	"context"
 	"fmt"
-	"path"
-	"strings"
 	"time"
 
 	"ustore/client"
@@ -53,16 +51,12 @@ func (u *Ustore) Connect(ctx context.Context) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := uint64(client.RootIno)
-	if r := strings.Trim(u.opts.Root, "/"); r != "" {
-		a, err := c.Resolve(ctx, "/"+r)
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("fsyncbench: root %s: %w", u.opts.Root, err)
-		}
-		root = a.Ino
+	dirs, err := NewDirs(ctx, c, u.opts.Root)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("fsyncbench: %w", err)
 	}
-	return &ustoreConn{ctx: ctx, c: c, dirs: map[string]uint64{"": root}, writeBehind: u.opts.WriteBehind}, nil
+	return &ustoreConn{ctx: ctx, c: c, dirs: dirs, writeBehind: u.opts.WriteBehind}, nil
 }
 
 func (u *Ustore) Counters(ctx context.Context) (Counters, error) {
@@ -75,42 +69,18 @@ func (u *Ustore) Counters(ctx context.Context) (Counters, error) {
 	return nil, nil
 }
 
-// ustoreConn resolves names to inodes, keeping the directories it has
-// seen (a workload's files sit in one or two directories, so a create is
-// one request).
+// ustoreConn is one connection; its names resolve through Dirs, which
+// keeps the directories it has looked up (a workload's files sit in one
+// or two directories, so a create is one request).
 type ustoreConn struct {
 	ctx         context.Context
 	c           *client.Client
-	dirs        map[string]uint64 // directory path → inode
-	writeBehind int               // UstoreOptions.WriteBehind
-}
-
-// parent returns name's directory's inode and name's last element.
-func (u *ustoreConn) parent(name string) (uint64, string, error) {
-	name = strings.Trim(path.Clean("/"+name), "/")
-	dir, base := path.Split(name)
-	ino, err := u.dir(strings.TrimSuffix(dir, "/"))
-	return ino, base, err
-}
-
-func (u *ustoreConn) dir(p string) (uint64, error) {
-	if ino, ok := u.dirs[p]; ok {
-		return ino, nil
-	}
-	pi, base, err := u.parent(p)
-	if err != nil {
-		return 0, err
-	}
-	a, err := u.c.Lookup(u.ctx, pi, base)
-	if err != nil {
-		return 0, err
-	}
-	u.dirs[p] = a.Ino
-	return a.Ino, nil
+	dirs        *Dirs
+	writeBehind int // UstoreOptions.WriteBehind
 }
 
 func (u *ustoreConn) Mkdir(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
@@ -118,12 +88,12 @@ func (u *ustoreConn) Mkdir(name string) error {
 	if err != nil {
 		return err
 	}
-	u.dirs[strings.Trim(path.Clean("/"+name), "/")] = a.Ino
+	u.dirs.Made(name, a.Ino)
 	return nil
 }
 
 func (u *ustoreConn) Create(name string) (File, error) {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +105,7 @@ func (u *ustoreConn) Create(name string) (File, error) {
 }
 
 func (u *ustoreConn) Open(name string) (File, error) {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +117,7 @@ func (u *ustoreConn) Open(name string) (File, error) {
 }
 
 func (u *ustoreConn) Unlink(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
@@ -155,16 +125,16 @@ func (u *ustoreConn) Unlink(name string) error {
 }
 
 func (u *ustoreConn) Rmdir(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
-	delete(u.dirs, strings.Trim(path.Clean("/"+name), "/"))
+	u.dirs.Removed(name)
 	return u.c.Rmdir(u.ctx, pi, base)
 }
 
 func (u *ustoreConn) FsyncDir(name string) error {
-	ino, err := u.dir(strings.Trim(path.Clean("/"+name), "/"))
+	ino, err := u.dirs.Dir(name)
 	if err != nil {
 		return err
 	}

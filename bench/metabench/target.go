@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"ustore/bench/fsyncbench"
 	"ustore/client"
 	"ustore/proto"
 )
@@ -68,54 +67,25 @@ func (u *Ustore) Connect(ctx context.Context) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := uint64(client.RootIno)
-	if r := strings.Trim(u.root, "/"); r != "" {
-		a, err := c.Resolve(ctx, "/"+r)
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("metabench: root %s: %w", u.root, err)
-		}
-		root = a.Ino
+	dirs, err := fsyncbench.NewDirs(ctx, c, u.root)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("metabench: %w", err)
 	}
-	return &ustoreConn{ctx: ctx, c: c, dirs: map[string]uint64{"": root}}, nil
+	return &ustoreConn{ctx: ctx, c: c, dirs: dirs}, nil
 }
 
-// ustoreConn keeps the inodes of the directories it has seen: the
-// workload's names sit in a few directories, so each op is one request,
+// ustoreConn is one connection; its names resolve through fsyncbench.Dirs,
+// which keeps the directories it has looked up, so each op is one request,
 // as a system call on a path whose directories the kernel has cached.
 type ustoreConn struct {
 	ctx  context.Context
 	c    *client.Client
-	dirs map[string]uint64 // directory path → inode
-}
-
-func clean(name string) string { return strings.Trim(path.Clean("/"+name), "/") }
-
-// parent returns name's directory's inode and name's last element.
-func (u *ustoreConn) parent(name string) (uint64, string, error) {
-	dir, base := path.Split(clean(name))
-	ino, err := u.dir(strings.TrimSuffix(dir, "/"))
-	return ino, base, err
-}
-
-func (u *ustoreConn) dir(p string) (uint64, error) {
-	if ino, ok := u.dirs[p]; ok {
-		return ino, nil
-	}
-	pi, base, err := u.parent(p)
-	if err != nil {
-		return 0, err
-	}
-	a, err := u.c.Lookup(u.ctx, pi, base)
-	if err != nil {
-		return 0, err
-	}
-	u.dirs[p] = a.Ino
-	return a.Ino, nil
+	dirs *fsyncbench.Dirs
 }
 
 func (u *ustoreConn) Create(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
@@ -124,7 +94,7 @@ func (u *ustoreConn) Create(name string) error {
 }
 
 func (u *ustoreConn) Stat(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
@@ -133,11 +103,11 @@ func (u *ustoreConn) Stat(name string) error {
 }
 
 func (u *ustoreConn) Rename(from, to string) error {
-	fi, fb, err := u.parent(from)
+	fi, fb, err := u.dirs.Parent(from)
 	if err != nil {
 		return err
 	}
-	ti, tb, err := u.parent(to)
+	ti, tb, err := u.dirs.Parent(to)
 	if err != nil {
 		return err
 	}
@@ -145,7 +115,7 @@ func (u *ustoreConn) Rename(from, to string) error {
 }
 
 func (u *ustoreConn) Unlink(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
@@ -153,7 +123,7 @@ func (u *ustoreConn) Unlink(name string) error {
 }
 
 func (u *ustoreConn) Mkdir(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
@@ -162,16 +132,16 @@ func (u *ustoreConn) Mkdir(name string) error {
 }
 
 func (u *ustoreConn) Rmdir(name string) error {
-	pi, base, err := u.parent(name)
+	pi, base, err := u.dirs.Parent(name)
 	if err != nil {
 		return err
 	}
-	delete(u.dirs, clean(name))
+	u.dirs.Removed(name)
 	return u.c.Rmdir(u.ctx, pi, base)
 }
 
 func (u *ustoreConn) ReadDir(name string) (int, error) {
-	ino, err := u.dir(clean(name))
+	ino, err := u.dirs.Dir(name)
 	if err != nil {
 		return 0, err
 	}
