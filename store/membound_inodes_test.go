@@ -1,17 +1,14 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,45 +104,8 @@ func TestMem_InodesAndData(t *testing.T) {
 	dir := t.TempDir()
 	resFile, devFile := filepath.Join(dir, "result.json"), filepath.Join(dir, "dev")
 	memInodesPrepare(t, devFile)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMem_InodesAndData$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), memInodesChildEnv+"="+resFile, memInodesDevEnv+"="+devFile)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var maxRSS atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		pid := strconv.Itoa(cmd.Process.Pid)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if rss, err := procStatus(pid, "VmRSS"); err == nil && rss > maxRSS.Load() {
-				maxRSS.Store(rss)
-			}
-		}
-	})
-	err := cmd.Wait()
-	close(done)
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out.String())
-	}
-	b, err := os.ReadFile(resFile)
-	if err != nil {
-		t.Fatalf("child wrote no result: %v\n%s", err, out.String())
-	}
 	var r memInodesResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	maxRSS := runMemChild(t, "TestMem_InodesAndData", []string{memInodesChildEnv + "=" + resFile, memInodesDevEnv + "=" + devFile}, resFile, &r)
 	const mib = 1 << 20
 	t.Logf("%d inodes (create %.1fs, stat %.1fs), %d MiB read (%.1fs); inodes in memory at most %d, "+
 		"%d inodes and %d pages evicted; budget held at most %.1f MiB of %d (inodes %.1f MiB at the end); "+
@@ -155,7 +115,7 @@ func TestMem_InodesAndData(t *testing.T) {
 		float64(r.MaxLiveHeap[0])/mib, float64(r.MaxLiveHeap[1])/mib, float64(r.MaxLiveHeap[2])/mib,
 		float64(r.MaxRSS[0])/mib, float64(r.MaxRSS[1])/mib, float64(r.MaxRSS[2])/mib,
 		float64(r.GoMapped)/mib, float64(r.RssAnon)/mib, float64(r.RssFile)/mib,
-		float64(r.BaseRSS)/mib, float64(r.VmHWM)/mib, float64(maxRSS.Load())/mib, memInodesBound/mib)
+		float64(r.BaseRSS)/mib, float64(r.VmHWM)/mib, float64(maxRSS)/mib, memInodesBound/mib)
 	if r.Inodes != int64(memInodes()) || r.DataBytes != memDataFactor*memInodesCache {
 		t.Fatalf("the child touched %d inodes and %d bytes, want %d and %d", r.Inodes, r.DataBytes, memInodes(), memDataFactor*memInodesCache)
 	}
@@ -165,8 +125,8 @@ func TestMem_InodesAndData(t *testing.T) {
 	if r.VmHWM > memInodesBound {
 		t.Errorf("peak RSS (VmHWM) %.1f MiB, bound %d MiB (cache + dirty + 64 MiB)", float64(r.VmHWM)/mib, memInodesBound/mib)
 	}
-	if maxRSS.Load() > memInodesBound {
-		t.Errorf("sampled RSS %.1f MiB, bound %d MiB (cache + dirty + 64 MiB)", float64(maxRSS.Load())/mib, memInodesBound/mib)
+	if maxRSS > memInodesBound {
+		t.Errorf("sampled RSS %.1f MiB, bound %d MiB (cache + dirty + 64 MiB)", float64(maxRSS)/mib, memInodesBound/mib)
 	}
 }
 
@@ -246,20 +206,7 @@ func memInodesChild(t *testing.T, out string) {
 			r.MaxRSS[p] = max(r.MaxRSS[p], rss)
 		}
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				sample()
-			}
-		}
-	})
+	stopSampling := sampleEvery(time.Millisecond, sample)
 
 	start := time.Now()
 	// Only the directories' numbers are kept: a slice of a million inode
@@ -326,8 +273,7 @@ func memInodesChild(t *testing.T, out string) {
 		sample()
 	}
 	r.IOSec = time.Since(start).Seconds()
-	close(stop)
-	wg.Wait()
+	stopSampling()
 	cs := s.CacheStats()
 	r.InodeEvictions, r.Evictions, r.InodeBytes, r.CacheBytes, r.BudgetSize = cs.InodeEvictions, cs.Evictions, cs.InodeBytes, cs.Bytes, cs.BudgetBytes
 	r.VmHWM, _ = procStatus("self", "VmHWM")

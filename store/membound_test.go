@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,46 +137,8 @@ func TestMem_Bound(t *testing.T) {
 		t.Skip("reads /proc: Linux only")
 	}
 	resFile := filepath.Join(t.TempDir(), "result.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMem_Bound$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), memChildEnv+"="+resFile)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Sample the child's resident set from outside while it runs.
-	var maxRSS atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		pid := strconv.Itoa(cmd.Process.Pid)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if rss, err := procStatus(pid, "VmRSS"); err == nil && rss > maxRSS.Load() {
-				maxRSS.Store(rss)
-			}
-		}
-	})
-	err := cmd.Wait()
-	close(done)
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out.String())
-	}
-	b, err := os.ReadFile(resFile)
-	if err != nil {
-		t.Fatalf("child wrote no result: %v\n%s", err, out.String())
-	}
 	var r memResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	maxRSS := runMemChild(t, "TestMem_Bound", []string{memChildEnv + "=" + resFile}, resFile, &r)
 	race := raceEnabled()
 	limit := uint64(memRSSBound)
 	if race {
@@ -188,7 +149,7 @@ func TestMem_Bound(t *testing.T) {
 		"live heap max %.1f MiB (bound %d MiB), heap objects max %.1f MiB; RSS before open %.1f MiB, VmHWM %.1f MiB, sampled VmRSS max %.1f MiB (bound %d MiB)",
 		race, r.Written/mib, r.Seconds, r.WritebackBlk, float64(r.MaxDirty)/mib, memBudget/mib,
 		float64(r.MaxLiveHeap)/mib, memHeapBound/mib, float64(r.MaxHeapObjs)/mib, float64(r.BaseRSS)/mib,
-		float64(r.VmHWM)/mib, float64(maxRSS.Load())/mib, limit/mib)
+		float64(r.VmHWM)/mib, float64(maxRSS)/mib, limit/mib)
 
 	if r.Written != memTotal {
 		t.Fatalf("child wrote %d bytes, want %d", r.Written, memTotal)
@@ -205,9 +166,64 @@ func TestMem_Bound(t *testing.T) {
 	if r.VmHWM > limit {
 		t.Errorf("peak RSS (VmHWM) %.1f MiB, bound %d MiB", float64(r.VmHWM)/mib, limit/mib)
 	}
-	if maxRSS.Load() > limit {
-		t.Errorf("sampled RSS %.1f MiB, bound %d MiB", float64(maxRSS.Load())/mib, limit/mib)
+	if maxRSS > limit {
+		t.Errorf("sampled RSS %.1f MiB, bound %d MiB", float64(maxRSS)/mib, limit/mib)
 	}
+}
+
+// runMemChild runs test in a child process — this binary re-executed
+// with env added — samples the child's VmRSS from outside every 5 ms
+// while it runs, and decodes the result the child wrote to resFile into
+// r. It returns the largest VmRSS sampled.
+func runMemChild(t *testing.T, test string, env []string, resFile string, r any) uint64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var maxRSS uint64
+	pid := strconv.Itoa(cmd.Process.Pid)
+	stopSampling := sampleEvery(5*time.Millisecond, func() {
+		if rss, err := procStatus(pid, "VmRSS"); err == nil {
+			maxRSS = max(maxRSS, rss)
+		}
+	})
+	err := cmd.Wait()
+	stopSampling()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+	b, err := os.ReadFile(resFile)
+	if err != nil {
+		t.Fatalf("child wrote no result: %v\n%s", err, out.String())
+	}
+	if err := json.Unmarshal(b, r); err != nil {
+		t.Fatal(err)
+	}
+	return maxRSS
+}
+
+// sampleEvery calls sample every interval on a goroutine of its own until
+// the returned stop, which returns once the goroutine has.
+func sampleEvery(interval time.Duration, sample func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // memChild is the writer: it writes memTotal bytes in memWrite chunks to
@@ -245,20 +261,7 @@ func memChild(t *testing.T, out string) {
 		r.MaxLiveHeap = max(r.MaxLiveHeap, samples[0].Value.Uint64())
 		r.MaxHeapObjs = max(r.MaxHeapObjs, samples[1].Value.Uint64())
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				sample()
-			}
-		}
-	})
+	stopSampling := sampleEvery(time.Millisecond, sample)
 
 	start := time.Now()
 	buf := make([]byte, memWrite)
@@ -278,8 +281,7 @@ func memChild(t *testing.T, out string) {
 			sample()
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stopSampling()
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
