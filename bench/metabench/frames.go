@@ -3,6 +3,7 @@ package metabench
 import (
 	"syscall"
 
+	"ustore/bench/servicebench"
 	"ustore/proto"
 )
 
@@ -28,15 +29,11 @@ func frameSizes() (map[string][2]int, error) {
 		OpRmdir:  {proto.OpRmdir, &proto.Rmdir{Dir: 300, Name: dirName(0, 1)}, &proto.Empty{}},
 		OpDelete: {proto.OpUnlink, &proto.Unlink{Dir: 300, Name: bigName(1)}, &proto.Empty{}},
 	} {
-		req, err := proto.AppendRequest(nil, 1, proto.Traceparent{}, rr.req)
+		sz, err := servicebench.FrameSizes(rr.op, rr.req, rr.rep)
 		if err != nil {
 			return nil, err
 		}
-		rep, err := proto.AppendResponse(nil, 1, rr.op, proto.StatusOK, "", rr.rep)
-		if err != nil {
-			return nil, err
-		}
-		m[op] = [2]int{max(len(req), 8), max(len(rep), 4)}
+		m[op] = sz
 	}
 	return m, nil
 }

@@ -367,17 +367,28 @@ func frameSizes(bs int) (map[string][2]int, error) {
 		"read":  {proto.OpRead, &proto.Read{Ino: 300, Off: 1 << 20, Len: uint32(bs)}, &proto.ReadReply{Data: data}},
 		"stat":  {proto.OpStat, &proto.Stat{Ino: 300}, &attr},
 	} {
-		req, err := proto.AppendRequest(nil, 1, proto.Traceparent{}, rr.req)
+		sz, err := FrameSizes(rr.op, rr.req, rr.rep)
 		if err != nil {
 			return nil, err
 		}
-		rep, err := proto.AppendResponse(nil, 1, rr.op, proto.StatusOK, "", rr.rep)
-		if err != nil {
-			return nil, err
-		}
-		m[op] = [2]int{max(len(req), echoHeader), max(len(rep), 4)}
+		m[op] = sz
 	}
 	return m, nil
+}
+
+// FrameSizes encodes req and its response rep (of op) as the client and
+// server do and returns the two frames' sizes, as the echo reference
+// sends them (at least its header each way).
+func FrameSizes(op proto.Op, req proto.Request, rep proto.Reply) ([2]int, error) {
+	q, err := proto.AppendRequest(nil, 1, proto.Traceparent{}, req)
+	if err != nil {
+		return [2]int{}, err
+	}
+	r, err := proto.AppendResponse(nil, 1, op, proto.StatusOK, "", rep)
+	if err != nil {
+		return [2]int{}, err
+	}
+	return [2]int{max(len(q), echoHeader), max(len(r), 4)}, nil
 }
 
 // worker is one goroutine of a cell: its latency samples (ns) and count.
