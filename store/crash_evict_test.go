@@ -2,8 +2,6 @@ package store
 
 import (
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,9 +44,6 @@ func TestCrash_InodesEvicted(t *testing.T) {
 	opts.CacheBytes = 64 << 10
 	var (
 		evicted, reloaded atomic.Int64 // inodes evicted between; fsyncs whose inode was among them
-		cases, failures   atomic.Int64
-		next              atomic.Int64
-		wg                sync.WaitGroup
 	)
 	between := func(s *Store, m crashModel, st crashStep) error {
 		for _, in := range s.wb.dirtyInodes() {
@@ -72,39 +67,11 @@ func TestCrash_InodesEvicted(t *testing.T) {
 		}
 		return nil
 	}
-	const maxReported = 10
-	fail := func(format string, args ...any) {
-		if failures.Add(1) <= maxReported {
-			t.Errorf(format, args...)
-		}
-	}
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(ws) || failures.Load() >= maxReported {
-					return
-				}
-				w := ws[i]
-				r, err := crashRunWorkloadWith(base, m0, w, opts, between)
-				if err != nil {
-					fail("workload %d [%v]: run: %v", i, w, err)
-					continue
-				}
-				for _, p := range r.crashPoints(rand.New(rand.NewPCG(uint64(i), 11))) {
-					cases.Add(1)
-					if err := r.check(p); err != nil {
-						fail("workload %d [%v]: crash at %v (steps' op start %v, persistence points done %v): %v",
-							i, w, p, r.opStart[1:], r.ppDone[1:], err)
-						break
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+	cases := crashCheckWorkloads(t, ws, 11, func(w crashWorkload) (*crashRun, error) {
+		return crashRunWorkloadWith(base, m0, w, opts, between)
+	})
 	t.Logf("%d workloads (%d of 1 step, %d of 2, %d regressions, %d with open files): %d inodes evicted between an operation and its persistence point, %d fsyncs of an evicted inode; %d crash points checked, %v",
-		len(ws), n1, n2, len(crashRegressions), len(crashOrphanWorkloads), evicted.Load(), reloaded.Load(), cases.Load(), time.Since(start).Round(time.Millisecond))
+		len(ws), n1, n2, len(crashRegressions), len(crashOrphanWorkloads), evicted.Load(), reloaded.Load(), cases, time.Since(start).Round(time.Millisecond))
 	if t.Failed() {
 		return
 	}

@@ -994,6 +994,52 @@ func crashBase(t testing.TB) (*memdev.Device, crashModel) {
 	return d, m
 }
 
+// crashCheckWorkloads runs each workload of ws (run) and checks every
+// crash point of its run, on GOMAXPROCS workers; the crash points of
+// workload i are chosen by a PCG seeded (i, seed). It reports the first
+// failures (up to 10, a workload's first failing crash point each) and
+// stops taking workloads after them, and returns the crash points checked.
+func crashCheckWorkloads(t *testing.T, ws []crashWorkload, seed uint64, run func(crashWorkload) (*crashRun, error)) int64 {
+	var (
+		cases    atomic.Int64
+		failures atomic.Int64
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	const maxReported = 10
+	fail := func(format string, args ...any) {
+		if failures.Add(1) <= maxReported {
+			t.Errorf(format, args...)
+		}
+	}
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ws) || failures.Load() >= maxReported {
+					return
+				}
+				w := ws[i]
+				r, err := run(w)
+				if err != nil {
+					fail("workload %d [%v]: run: %v", i, w, err)
+					continue
+				}
+				for _, p := range r.crashPoints(rand.New(rand.NewPCG(uint64(i), seed))) {
+					cases.Add(1)
+					if err := r.check(p); err != nil {
+						fail("workload %d [%v]: crash at %v (steps' op start %v, persistence points done %v): %v",
+							i, w, p, r.opStart[1:], r.ppDone[1:], err)
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return cases.Load()
+}
+
 // crashRunWorkload runs w on a copy of base (whose model is m0).
 func crashRunWorkload(base *memdev.Device, m0 crashModel, w crashWorkload) (*crashRun, error) {
 	return crashRunWorkloadWith(base, m0, w, crashOptions(), nil)
@@ -1481,49 +1527,11 @@ func TestCrash_Workloads(t *testing.T) {
 		ws = append(ws, crashRandom(rng, m0, 3))
 	}
 
-	var (
-		cases    atomic.Int64
-		failures atomic.Int64
-		next     atomic.Int64
-		wg       sync.WaitGroup
-	)
-	const maxReported = 10
-	fail := func(format string, args ...any) {
-		if failures.Add(1) <= maxReported {
-			t.Errorf(format, args...)
-		}
-	}
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(ws) || failures.Load() >= maxReported {
-					return
-				}
-				w := ws[i]
-				r, err := crashRunWorkload(base, m0, w)
-				if err != nil {
-					fail("workload %d [%v]: run: %v", i, w, err)
-					continue
-				}
-				for _, p := range r.crashPoints(rand.New(rand.NewPCG(uint64(i), 7))) {
-					cases.Add(1)
-					if err := r.check(p); err != nil {
-						fail("workload %d [%v]: crash at %v (steps' op start %v, persistence points done %v): %v",
-							i, w, p, r.opStart[1:], r.ppDone[1:], err)
-						break
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	cases := crashCheckWorkloads(t, ws, 7, func(w crashWorkload) (*crashRun, error) { return crashRunWorkload(base, m0, w) })
 	mode := "default"
 	if full {
 		mode = "full"
 	}
 	t.Logf("%s (seed %d): %d workloads (%d of 1 step, %d of %d of 2 steps, %d regressions, %d with open files, %d random of 3), %d crash points checked, %v",
-		mode, seed, len(ws), n1, len(two), n2all, len(crashRegressions), len(crashOrphanWorkloads), n3, cases.Load(), time.Since(start).Round(time.Millisecond))
+		mode, seed, len(ws), n1, len(two), n2all, len(crashRegressions), len(crashOrphanWorkloads), n3, cases, time.Since(start).Round(time.Millisecond))
 }
