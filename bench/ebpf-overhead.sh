@@ -5,7 +5,7 @@
 # alternated (off,on then on,off, ...) so that drift on a shared machine hits
 # both alike. It reports the medians of ROUNDS runs each, the median of the
 # per-round on/off ratios (the pairs ran back to back), and the server's CPU
-# time per write in each mode. Then one more `on` run with the kernel's BPF
+# time and context switches per write in each mode. Then one more `on` run with the kernel's BPF
 # statistics on (kernel.bpf_stats_enabled, which itself slows every program
 # a little, so that run is not among the throughput figures) says how much
 # CPU each BPF program took. Needs root (BPF), jq, bpftool.
@@ -62,18 +62,28 @@ run_one() { # round mode
 		>"$OUT/$round-$mode-serve.log" 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-	local t0 t1
+	local t0 t1 c0 c1
 	t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	c0=$(ctxsw "$pid")
 	[ "$round" = stats ] && bpf_progs "$pid" >"$WORK/progs-before.json" && date +%s%N >"$WORK/t0"
 	bin/ustore bench fsync-randwrite --socket "$sock" --jobs 8 --duration "$FSYNC_DURATION" \
 		--file-size 16M --json --progress never >"$OUT/$round-$mode-fsync.json"
 	[ "$round" = stats ] && date +%s%N >"$WORK/t1" && bpf_progs "$pid" >"$WORK/progs-after.json"
 	t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	c1=$(ctxsw "$pid")
 	echo $((t1 - t0)) >"$OUT/$round-$mode-cpu"
+	echo $((c1 - c0)) >"$OUT/$round-$mode-ctxsw"
 	bin/ustore bench service --socket "$sock" --op stat --clients 1 --depth 1 --systems service \
 		--duration "$STAT_DURATION" --json --progress never >"$OUT/$round-$mode-stat.json"
 	kill -TERM "$pid"
 	wait "$pid" || true
+}
+
+# ctxsw PID: the context switches of all of PID's threads so far, voluntary
+# and not (a Go server's threads do not exit, so differences are the run's;
+# the eBPF overhead of stop 22 showed as more of them, Go's sysmon waking).
+ctxsw() {
+	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches:/ {n += $2} END {print n}'
 }
 
 # bpf_progs PID lists the BPF programs process PID holds (the prog_id of
@@ -121,7 +131,11 @@ quartiles() { sort -g | awk '{v[NR]=$1} END {q1=int((NR+3)/4); q3=int((3*NR+3)/4
 			r=${f%-fsync.json}
 			echo "$(cat "$r-cpu") $(jq -r '.results[0].write_iops' "$f")" | awk '{print $1 * 10000 / $2}'
 		done | median)
-		printf "%-5s %16.0f %16.0f %14.0f %14.1f   server CPU %.1f ms per 1000 writes/s\n" "$mode" "$iops" "$fp99" "$ops" "$sp99" "$cpu"
+		csw=$(for f in "$OUT"/[0-9]*-"$mode"-fsync.json; do
+			r=${f%-fsync.json}
+			echo "$(cat "$r-ctxsw") $(jq -r '.results[0].writes' "$f")" | awk '{print $1 / $2}'
+		done | median)
+		printf "%-5s %16.0f %16.0f %14.0f %14.1f   server CPU %.1f ms per 1000 writes/s, %.2f context switches per write\n" "$mode" "$iops" "$fp99" "$ops" "$sp99" "$cpu" "$csw"
 	done
 	changes() { # file-suffix jq-field: the per-round on/off ratios, as changes in %
 		for round in $(seq "$ROUNDS"); do

@@ -17,7 +17,6 @@ func waitAttributes(ev WaitEvent) []attribute.KeyValue {
 		attribute.Int("ustore.lock.level", level),
 		attribute.Int64("ustore.lock.id", int64(ev.LockID)),
 		attribute.Float64("ustore.lock.wait_ms", float64(ev.Wait.Microseconds())/1000),
-		attribute.Bool("ustore.lock.migrated", ev.TidBegin != ev.TidEnd),
 	}
 }
 

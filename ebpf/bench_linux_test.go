@@ -8,9 +8,10 @@ import (
 	"ustore/trace"
 )
 
-// BenchmarkProbes_LockMarkerPair is what a contended acquisition pays for
-// its begin+end markers with the uprobes attached (nop5 → trampoline →
-// BPF, twice); trace's BenchmarkMarkers_Pair is the same pair detached.
+// BenchmarkProbes_LockMarkerPair is what a wait whose end is reported on
+// its own pays for its markers with the uprobes attached (nop5 →
+// trampoline → BPF, twice); trace's BenchmarkMarkers_Pair is the same pair
+// detached.
 func BenchmarkProbes_LockMarkerPair(b *testing.B) {
 	p, err := Attach(Config{})
 	if err != nil {
@@ -22,8 +23,34 @@ func BenchmarkProbes_LockMarkerPair(b *testing.B) {
 	}()
 	for i := uint64(1); b.Loop(); i++ {
 		trace.LockWaitBegin(i, i, 1, 0)
-		trace.LockWaitEnd(i, i)
+		end := trace.WaitEnd{ID: i, Token: i, End: trace.Nanotime()}
+		trace.LockWaitEnds(&end, 1)
 	}
+}
+
+// BenchmarkProbes_LockMarkersBatched is the same per wait when the ends
+// are reported as package lock's flush does: a begin each, then one
+// LockWaitEnds for trace.MaxWaitEndsPerMarker ends.
+func BenchmarkProbes_LockMarkersBatched(b *testing.B) {
+	p, err := Attach(Config{})
+	if err != nil {
+		b.Skipf("eBPF unavailable: %v", err)
+	}
+	defer func() {
+		b.StopTimer()
+		p.Close()
+	}()
+	ends := make([]trace.WaitEnd, trace.MaxWaitEndsPerMarker)
+	token := uint64(0)
+	for b.Loop() {
+		for i := range ends {
+			token++
+			trace.LockWaitBegin(token, token, 1, 0)
+			ends[i] = trace.WaitEnd{ID: token, Token: token, End: trace.Nanotime()}
+		}
+		trace.LockWaitEnds(&ends[0], len(ends))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(token), "ns/wait")
 }
 
 // BenchmarkProbes_PhaseMarkerPair: the same for a phase begin+end.

@@ -32,6 +32,7 @@ func TestCollector_Gather_LockWaitHistogram(t *testing.T) {
 		})
 		m.Unlock()
 		wg.Wait()
+		lock.FlushWaitEnds() // the waiter's end, deferred while markers are attached
 	}
 	if got != n {
 		t.Fatalf("%d waiters got the lock, want %d", got, n)

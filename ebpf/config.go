@@ -65,9 +65,10 @@ type WaitEvent struct {
 	Span   uint64 // the waiter's span key (trace.Span.Key), 0 for none
 	Start  time.Time
 	Wait   time.Duration
-	// TidBegin and TidEnd are the threads that began and ended the wait:
-	// they differ when the goroutine moved.
-	TidBegin, TidEnd uint32
+	// Tid is the thread that began the wait. Which thread got the lock is
+	// not known: the end reaches BPF later, from the goroutine that
+	// flushes deferred ends (package lock).
+	Tid uint32
 	// Joined says how the wait reached its request's trace, TraceID which
 	// trace (hex, as Jaeger shows it); "" when no span was known.
 	Joined  string

@@ -10,7 +10,7 @@
 // What is attached where (docs/TRACING.md has the operator's view):
 //
 //	feature       program (bpf/)                          attached to
-//	markers       ustore_marker, uprobe.multi, 4 cookies  trace.LockWaitBegin/End, trace.PhaseBegin/End
+//	markers       ustore_marker, uprobe.multi, 4 cookies  trace.LockWaitBegin/Ends, trace.PhaseBegin/End
 //	io_uring      uring_submit, uring_complete (tp_btf)   io_uring_submit_req, io_uring_complete
 //	kernel_locks  klock_begin, klock_end (tp_btf)         lock:contention_begin, contention_end
 //	offcpu        offcpu_switch (tp_btf)                  sched_switch, for trace.ReactorThreads
@@ -40,8 +40,10 @@
 //  1. Every contended acquisition of a lock.Mutex or lock.RWMutex while
 //     the markers are attached adds exactly one sample to the BPF
 //     histogram of its kind (mode included), equal to the Go-side Class
-//     count, and leaves nothing in the in-flight map once it got the lock
-//     (TestProbes_LockWaits_ExactCounts).
+//     count, and leaves nothing in the in-flight map once its end was
+//     reported (TestProbes_LockWaits_ExactCounts, which flushes the
+//     deferred ends: while the markers are attached, package lock reports
+//     ends after the lock was released, batched, lock.DeferWaitEnds).
 //  2. Each commit adds one sample to each commit phase's histogram, each
 //     log sync one to log_sync (TestProbes_Phases_KCommits).
 //  3. Every io_uring request of this process adds exactly one sample to

@@ -31,7 +31,7 @@ func (c monoClock) wall(mono uint64) time.Time {
 }
 
 // waitEventSize is sizeof(struct wait_event) in bpf/markers.bpf.c.
-const waitEventSize = 56
+const waitEventSize = 48
 
 // decodeWaitEvent decodes one ring-buffer record.
 func (c monoClock) decodeWaitEvent(b []byte) (WaitEvent, bool) {
@@ -40,14 +40,13 @@ func (c monoClock) decodeWaitEvent(b []byte) (WaitEvent, bool) {
 	}
 	le := binary.LittleEndian
 	return WaitEvent{
-		LockID:   le.Uint64(b[0:]),
-		Token:    le.Uint64(b[8:]),
-		Span:     le.Uint64(b[16:]),
-		Start:    c.wall(le.Uint64(b[24:])),
-		Wait:     time.Duration(le.Uint64(b[32:])),
-		Kind:     le.Uint32(b[40:]),
-		TidBegin: le.Uint32(b[44:]),
-		TidEnd:   le.Uint32(b[48:]),
+		LockID: le.Uint64(b[0:]),
+		Token:  le.Uint64(b[8:]),
+		Span:   le.Uint64(b[16:]),
+		Start:  c.wall(le.Uint64(b[24:])),
+		Wait:   time.Duration(le.Uint64(b[32:])),
+		Kind:   le.Uint32(b[40:]),
+		Tid:    le.Uint32(b[44:]),
 	}, true
 }
 

@@ -49,6 +49,7 @@ type Stats struct {
 	WaitsUntracked    uint64 // waits not counted: the in-flight map was full
 	LockEndOrphans    uint64 // wait ends without a begin (attached mid-wait)
 	PhaseEndOrphans   uint64 // phase ends without a begin
+	EndsTruncated     uint64 // LockWaitEnds calls with more ends than BPF takes at once
 	Events            uint64 // WaitEvents read from the ring buffer
 	SpanEvents        uint64 // of which added to their live span
 	ChildSpans        uint64 // of which made a child span of their ended span

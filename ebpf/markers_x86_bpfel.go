@@ -27,16 +27,14 @@ type markersPhaseKey struct {
 }
 
 type markersWaitEvent struct {
-	_        structs.HostLayout
-	Id       uint64
-	Token    uint64
-	Span     uint64
-	StartNs  uint64
-	WaitNs   uint64
-	Kind     uint32
-	TidBegin uint32
-	TidEnd   uint32
-	Pad      uint32
+	_       structs.HostLayout
+	Id      uint64
+	Token   uint64
+	Span    uint64
+	StartNs uint64
+	WaitNs  uint64
+	Kind    uint32
+	Tid     uint32
 }
 
 type markersWaitKey struct {

@@ -17,13 +17,14 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
+	"ustore/lock"
 	"ustore/trace"
 )
 
 // The cookies that tell bpf/markers.bpf.c's one program which marker hit.
 const (
 	cookieLockBegin  = 1
-	cookieLockEnd    = 2
+	cookieLockEnds   = 2
 	cookiePhaseBegin = 3
 	cookiePhaseEnd   = 4
 )
@@ -41,7 +42,8 @@ type Probes struct {
 	offcpu  *offcpuObjects
 	links   []link.Link
 
-	stopWatch func() // stops watching trace's reactor threads (FeatureOffCPU)
+	stopWatch   func() // stops watching trace's reactor threads (FeatureOffCPU)
+	undeferEnds func() // ends lock's deferral of wait ends (FeatureMarkers)
 
 	reader *ringbuf.Reader
 	done   chan struct{} // closed when the reader goroutine returned
@@ -137,9 +139,9 @@ func (p *Probes) attachMarkers() (err error) {
 	if err := spec.Variables[markersVarWaitThresholdNs].Set(uint64(p.cfg.WaitThreshold)); err != nil {
 		return fmt.Errorf("ebpf: set threshold: %w", err)
 	}
-	lockBegin, lockEnd := trace.MarkerPCs()
+	lockBegin, lockEnds := trace.MarkerPCs()
 	phaseBegin, phaseEnd := trace.PhaseMarkerPCs()
-	path, offs, err := fileOffsets([]uintptr{lockBegin, lockEnd, phaseBegin, phaseEnd})
+	path, offs, err := fileOffsets([]uintptr{lockBegin, lockEnds, phaseBegin, phaseEnd})
 	if err != nil {
 		return err
 	}
@@ -158,7 +160,7 @@ func (p *Probes) attachMarkers() (err error) {
 	}
 	l, err := ex.UprobeMulti(nil, objs.UstoreMarker, &link.UprobeMultiOptions{
 		Addresses: offs,
-		Cookies:   []uint64{cookieLockBegin, cookieLockEnd, cookiePhaseBegin, cookiePhaseEnd},
+		Cookies:   []uint64{cookieLockBegin, cookieLockEnds, cookiePhaseBegin, cookiePhaseEnd},
 		PID:       uint32(os.Getpid()),
 	})
 	if err != nil {
@@ -171,6 +173,9 @@ func (p *Probes) attachMarkers() (err error) {
 	}
 	p.markers, p.reader, p.done = objs, rd, make(chan struct{})
 	p.links = append(p.links, l)
+	// Wait ends reach the probe after the lock is released, so that no hit
+	// lengthens a critical section (package lock, "Deferred ends").
+	p.undeferEnds = lock.DeferWaitEnds()
 	go p.readEvents()
 	return nil
 }
@@ -308,6 +313,9 @@ func (p *Probes) Close() error {
 	var errs []error
 	if p.stopWatch != nil {
 		p.stopWatch()
+	}
+	if p.undeferEnds != nil {
+		p.undeferEnds() // flushes: every wait that ended reaches the probe first
 	}
 	for _, l := range p.links {
 		errs = append(errs, l.Close())

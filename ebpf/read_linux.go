@@ -91,13 +91,14 @@ func (p *Probes) Stats() (Stats, error) {
 	if p.markers == nil {
 		return s, nil
 	}
-	var vals [4]uint64
+	var vals [5]uint64
 	for i := range vals {
 		if err := p.markers.Stats.Lookup(uint32(i), &vals[i]); err != nil {
 			return s, fmt.Errorf("ebpf: read stats: %w", err)
 		}
 	}
 	s.EventsLost, s.WaitsUntracked, s.LockEndOrphans, s.PhaseEndOrphans = vals[0], vals[1], vals[2], vals[3]
+	s.EndsTruncated = vals[4]
 	return s, nil
 }
 

@@ -13,11 +13,22 @@
 //	token := next process-wide wait token
 //	trace.LockWaitBegin(id, token, class kind | KindWrite if exclusive,
 //	                    trace.CurrentSpanKey())
-//	t0 := time.Now()
-//	block in the sync lock's Lock (RLock)
-//	wait := time.Since(t0)
-//	trace.LockWaitEnd(id, token)      (the lock is held from here on)
-//	class.record(wait)
+//	t0 := trace.Nanotime()
+//	block in the sync lock's Lock (RLock)      (the lock is held from here on)
+//	t1 := trace.Nanotime()
+//	class.record(t1 - t0)
+//	end (id, token, t1): trace.LockWaitEnds now, or, while DeferWaitEnds
+//	is on, buffered and reported by a flush after the lock was released
+//
+// Deferred ends (wait_end.go). A uprobe hit costs 1–2 µs; an end marker hit
+// right after the acquisition lengthens the critical section it starts, and
+// under heavy contention that was all of eBPF's overhead. So the eBPF loader
+// turns deferral on while its markers are attached: the end — carrying the
+// time the lock was got, so BPF still measures the wait exactly — waits in a
+// bounded process-wide buffer, and a timer's flush, DeferredEndsDelay after
+// the first end buffered, reports the buffer in a few batched LockWaitEnds
+// calls from a goroutine that holds no lock. A full buffer reports an end at
+// once; nothing is dropped.
 //
 // A failed try is not proof that the blocking call will wait (the holder may
 // release in between); such a wait is still counted, with its short
@@ -55,10 +66,10 @@
 //  1. The fast path calls no marker and records nothing: acquisitions that
 //     never find the lock taken leave every counter at zero
 //     (TestRWMutex_Lock_UncontendedRecordsNothing).
-//  2. Every slow-path acquisition calls LockWaitBegin and then LockWaitEnd
-//     exactly once each, with the same (id, token), and no two waits share a
-//     token (checked through the marker hook by every test that waits, e.g.
-//     TestRWMutex_LockRLock_StressExcludes).
+//  2. Every slow-path acquisition calls LockWaitBegin and then reports its
+//     end through LockWaitEnds exactly once each, with the same (id, token),
+//     and no two waits share a token (checked through the marker hook by
+//     every test that waits, e.g. TestRWMutex_LockRLock_StressExcludes).
 //  3. Each slow-path acquisition adds exactly one to Contended and to one
 //     histogram bucket, so once recording has stopped, the buckets' total
 //     equals Contended. A Snapshot taken during recording may see the buckets
@@ -67,4 +78,9 @@
 //  4. Mutual exclusion is sync's: a writer excludes every other holder,
 //     readers exclude only writers (TestRWMutex_LockRLock_StressExcludes under
 //     -race).
+//  5. While DeferWaitEnds is on, a wait's end is reported only after the
+//     lock was released, by a flush (the timer's, FlushWaitEnds or an undo),
+//     with End the time the lock was got; a full buffer reports it at once;
+//     the last undo leaves nothing buffered (TestDeferWaitEnds_*, and the
+//     stress test's deferred run).
 package lock

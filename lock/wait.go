@@ -15,22 +15,25 @@ import (
 var tokens atomic.Uint64
 
 // markerHook, when non-nil, sees every marker call the slow path makes, in
-// order, just before the marker itself. Tests set it before any goroutine
-// uses a lock and clear it after they are all done, so reading it needs no
-// synchronisation; the fast path never reads it.
+// order, just before the marker itself: a LockWaitEnds of n ends is n
+// calls. Tests set it before any goroutine uses a lock and clear it after
+// they are all done, so reading it needs no synchronisation; the fast path
+// never reads it.
 var markerHook func(m markerCall)
 
 // markerCall is one marker call, as markerHook sees it.
 type markerCall struct {
-	begin     bool // LockWaitBegin, else LockWaitEnd
+	begin     bool // LockWaitBegin, else one end of LockWaitEnds
 	id, token uint64
-	kind      uint32 // 0 for LockWaitEnd, which takes no kind
+	kind      uint32 // 0 for an end, which takes no kind
+	end       int64  // the end's trace.Nanotime reading; 0 for a begin
 }
 
 // waitFor is the slow path shared by every lock type: mark the wait's begin,
-// block in acquire, mark its end (the lock is held by then), record it. It
-// is called only after a try-lock failed; write says whether acquire takes
-// the lock exclusively (KindWrite in the marker's kind).
+// block in acquire, record the wait, and hand its end to endWait, which
+// reports it to BPF now or, while DeferWaitEnds is on, after the lock was
+// released. It is called only after a try-lock failed; write says whether
+// acquire takes the lock exclusively (KindWrite in the marker's kind).
 func waitFor(id uint64, class *Class, write bool, acquire func()) {
 	token := tokens.Add(1)
 	kind := kindOf(class)
@@ -41,12 +44,9 @@ func waitFor(id uint64, class *Class, write bool, acquire func()) {
 		markerHook(markerCall{begin: true, id: id, token: token, kind: kind})
 	}
 	trace.LockWaitBegin(id, token, kind, trace.CurrentSpanKey()) // the waiter's request, when bound
-	t0 := time.Now()
+	t0 := trace.Nanotime()
 	acquire()
-	wait := time.Since(t0)
-	if markerHook != nil {
-		markerHook(markerCall{id: id, token: token})
-	}
-	trace.LockWaitEnd(id, token)
-	class.record(wait)
+	t1 := trace.Nanotime()
+	class.record(time.Duration(t1 - t0))
+	endWait(trace.WaitEnd{ID: id, Token: token, End: t1})
 }

@@ -43,7 +43,9 @@
 //
 // A marker is a function that does nothing, called at a point a BPF program
 // wants to see: LockWaitBegin just before a contended lock acquisition
-// blocks, LockWaitEnd just after it got the lock; PhaseBegin and PhaseEnd
+// blocks, LockWaitEnds with the ends of one or more such waits (each with
+// the time its lock was got, so that BPF measures the wait however late the
+// end is reported); PhaseBegin and PhaseEnd
 // around each commit, each of its phases (phases.go) and each log sync, so
 // that BPF times them independently of the Go-side spans. With nothing attached a
 // begin+end pair costs a few ns (about 3 ns in the study, 5–9 ns measured by
@@ -57,10 +59,13 @@
 // probe into a call to its uprobe trampoline, about 1.2 µs a hit
 // (2,390 ns a begin+end pair, medians of 5 runs, in the feasibility study
 // made on this VM before ebpf/ was written; docs/BENCHMARKS.md "eBPF overhead"
-// has today's figures). LockWaitEnd runs with the lock
-// already held, so its hit cost adds to the hold time: one more reason to keep
-// it cheap. The markers are ABI0 functions, so their arguments sit on the
-// stack: BPF reads them at sp+8 (the word at sp is the return address).
+// has today's figures). A hit right after an acquisition would run with
+// the lock held and add its cost to the hold time, which under contention
+// was all of eBPF's overhead; that is why an end is a WaitEnd value that
+// package lock may buffer and report after the lock was released, many to
+// a hit (lock's "Deferred ends"). The markers are ABI0 functions, so their
+// arguments sit on the stack: BPF reads them at sp+8 (the word at sp is the
+// return address), and LockWaitEnds's array through its pointer.
 //
 // Why MarkerPCs. The Go func value of an assembly function points at an
 // ABIInternal wrapper the toolchain generates, not at the body, and the ELF
@@ -90,8 +95,11 @@
 //  3. The argument frame sizes match the Go declarations (go vet's asmdecl),
 //     so the stack layout BPF reads is the one the Go signature implies:
 //     LockWaitBegin id@0 token@8 kind@16 (uint32, padded) span@24;
-//     LockWaitEnd id@0 token@8; PhaseBegin id@0 phase@8 (uint32, padded)
-//     span@16; PhaseEnd id@0 phase@8 (12 bytes).
+//     LockWaitEnds ends@0 n@8, each WaitEnd 24 bytes: id@0 token@8 end@16
+//     (TestWaitEnd_Layout); PhaseBegin id@0 phase@8 (uint32, padded)
+//     span@16; PhaseEnd id@0 phase@8 (12 bytes). WaitEnd.End and Nanotime
+//     are CLOCK_MONOTONIC nanoseconds, BPF's bpf_ktime_get_ns
+//     (TestNanotime_IsClockMonotonic).
 //  4. trace imports no ustore package (TestPackage_Imports_NoProjectPackage).
 //  5. Off, Start, Span and the Record functions allocate nothing
 //     (TestStart_Off_NoAllocs, TestRecord_Off_NoAllocs); on, a Record

@@ -4,26 +4,31 @@ package trace
 
 // LockWaitBegin marks the start of a contended lock acquisition: the caller
 // is about to block on the lock id. token is unique to this wait in the
-// process and is passed again to LockWaitEnd; kind says what sort of lock it
+// process and is passed again to LockWaitEnds; kind says what sort of lock it
 // is (the caller's encoding, e.g. tree and level); span is the 64-bit key of
 // the current OpenTelemetry span, or 0 for none. It does nothing unless a
 // uprobe is attached. Implemented in markers_amd64.s.
 func LockWaitBegin(id, token uint64, kind uint32, span uint64)
 
-// LockWaitEnd marks the end of the wait LockWaitBegin(id, token, ...)
-// started: the caller now holds the lock. Implemented in markers_amd64.s.
-func LockWaitEnd(id, token uint64)
+// LockWaitEnds marks the ends of n waits, ends[0:n], each begun by
+// LockWaitBegin with the same (id, token): each got its lock at its End
+// time. Package lock calls it after the lock was released, in batches of at
+// most MaxWaitEndsPerMarker, so that a uprobe hit never lengthens a critical
+// section (see the package doc). Implemented in markers_amd64.s.
+//
+//go:noescape
+func LockWaitEnds(ends *WaitEnd, n int)
 
 // The assembly file fills these with the markers' body addresses (DATA words
 // relocated by the linker, so they are right under PIE too). Go declares them
 // only so that it can read them; they are never written.
-var lockWaitBeginPC, lockWaitEndPC uintptr
+var lockWaitBeginPC, lockWaitEndsPC uintptr
 
 // MarkerPCs returns the addresses of the marker bodies, where a uprobe must
 // be attached (after conversion to a file offset through /proc/self/maps).
 // They differ from the func values' pointers, which lead to ABI wrappers.
-func MarkerPCs() (lockWaitBegin, lockWaitEnd uintptr) {
-	return lockWaitBeginPC, lockWaitEndPC
+func MarkerPCs() (lockWaitBegin, lockWaitEnds uintptr) {
+	return lockWaitBeginPC, lockWaitEndsPC
 }
 
 // PhaseBegin marks the start of a timed phase: phase (a Phase* constant)

@@ -11,8 +11,8 @@ TEXT ·LockWaitBegin(SB), NOSPLIT|NOFRAME, $0-32
 	BYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00
 	RET
 
-// func LockWaitEnd(id, token uint64)
-TEXT ·LockWaitEnd(SB), NOSPLIT|NOFRAME, $0-16
+// func LockWaitEnds(ends *WaitEnd, n int)
+TEXT ·LockWaitEnds(SB), NOSPLIT|NOFRAME, $0-16
 	BYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00
 	RET
 
@@ -21,8 +21,8 @@ TEXT ·LockWaitEnd(SB), NOSPLIT|NOFRAME, $0-16
 // wrapper instead.
 DATA ·lockWaitBeginPC+0(SB)/8, $·LockWaitBegin(SB)
 GLOBL ·lockWaitBeginPC(SB), RODATA|NOPTR, $8
-DATA ·lockWaitEndPC+0(SB)/8, $·LockWaitEnd(SB)
-GLOBL ·lockWaitEndPC(SB), RODATA|NOPTR, $8
+DATA ·lockWaitEndsPC+0(SB)/8, $·LockWaitEnds(SB)
+GLOBL ·lockWaitEndsPC(SB), RODATA|NOPTR, $8
 
 // func PhaseBegin(id uint64, phase uint32, span uint64)
 TEXT ·PhaseBegin(SB), NOSPLIT|NOFRAME, $0-24

@@ -33,7 +33,7 @@ func TestMarkerPCs_Body_IsNop5(t *testing.T) {
 		fn   any
 	}{
 		{"ustore/trace.LockWaitBegin", begin, LockWaitBegin},
-		{"ustore/trace.LockWaitEnd", end, LockWaitEnd},
+		{"ustore/trace.LockWaitEnds", end, LockWaitEnds},
 		{"ustore/trace.PhaseBegin", phaseBegin, PhaseBegin},
 		{"ustore/trace.PhaseEnd", phaseEnd, PhaseEnd},
 	} {

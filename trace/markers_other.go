@@ -14,15 +14,15 @@ package trace
 //go:noinline
 func LockWaitBegin(id, token uint64, kind uint32, span uint64) {}
 
-// LockWaitEnd marks the end of the wait LockWaitBegin(id, token, ...)
-// started; see the amd64 version in markers.go.
+// LockWaitEnds marks the ends of the waits ends[0:n]; see the amd64
+// version in markers.go.
 //
 //go:noinline
-func LockWaitEnd(id, token uint64) {}
+func LockWaitEnds(ends *WaitEnd, n int) {}
 
 // MarkerPCs returns zeros: there are no nop5 marker bodies on this
 // architecture, and the eBPF loader must report "unsupported".
-func MarkerPCs() (lockWaitBegin, lockWaitEnd uintptr) {
+func MarkerPCs() (lockWaitBegin, lockWaitEnds uintptr) {
 	return 0, 0
 }
 

@@ -10,7 +10,13 @@
  * Lock waits are keyed by (lock id, token): a goroutine may block on one
  * thread and wake on another, so never by thread id. Phases are keyed by
  * (id, phase): commits are serialised, and so are the log syncs of one
- * generation. */
+ * generation.
+ *
+ * A wait's end does not come at the moment the lock was got: package lock
+ * reports ends after the lock is released, in batches (LockWaitEnds), so
+ * that no probe hit lengthens a critical section. Each end carries the
+ * time the lock was got, a CLOCK_MONOTONIC reading like
+ * bpf_ktime_get_ns, and the wait is that minus the begin time. */
 
 #include "ustore.h"
 #include <bpf/bpf_helpers.h>
@@ -20,7 +26,7 @@ char __license[] SEC("license") = "GPL";
 
 /* Cookies given at attach time, one per marker. */
 #define MARK_LOCK_BEGIN 1
-#define MARK_LOCK_END 2
+#define MARK_LOCK_ENDS 2
 #define MARK_PHASE_BEGIN 3
 #define MARK_PHASE_END 4
 
@@ -29,7 +35,11 @@ char __license[] SEC("license") = "GPL";
 #define STAT_WAITS_UNTRACKED 1 /* wait_starts full: a wait not counted */
 #define STAT_LOCK_END_ORPHAN 2 /* end without begin (attached mid-wait) */
 #define STAT_PHASE_END_ORPHAN 3
-#define STAT_COUNT 4
+#define STAT_ENDS_TRUNCATED 4  /* ends past MAX_ENDS_PER_HIT in one call: not counted */
+#define STAT_COUNT 5
+
+/* The most ends one LockWaitEnds call carries (trace.MaxWaitEndsPerMarker). */
+#define MAX_ENDS_PER_HIT 256
 
 /* Waits at least this long go to the ring buffer; set before load. */
 volatile const __u64 wait_threshold_ns = 1000000;
@@ -54,9 +64,14 @@ struct wait_event {
 	__u64 start_ns; /* CLOCK_MONOTONIC */
 	__u64 wait_ns;
 	__u32 kind;
-	__u32 tid_begin;
-	__u32 tid_end;
-	__u32 pad;
+	__u32 tid; /* the thread that began the wait */
+};
+
+/* One end of a LockWaitEnds batch: trace.WaitEnd. */
+struct wait_end {
+	__u64 id;
+	__u64 token;
+	__u64 end_ns; /* CLOCK_MONOTONIC: when the lock was got */
 };
 
 struct phase_key {
@@ -133,38 +148,54 @@ static __always_inline int lock_begin(struct pt_regs *ctx)
 	return 0;
 }
 
-static __always_inline int lock_end(struct pt_regs *ctx)
+/* lock_end_one is bpf_loop's body: the i-th end of the batch at ctx. */
+static long lock_end_one(__u64 i, void *ctx)
 {
-	/* LockWaitEnd(id, token uint64) */
-	struct wait_key k;
-	if (bpf_probe_read_user(&k, sizeof(k), (void *)(ctx->sp + 8)))
-		return 0;
+	__u64 base = *(__u64 *)ctx;
+	struct wait_end e;
+	if (bpf_probe_read_user(&e, sizeof(e), (void *)(base + i * sizeof(e))))
+		return 1; /* unreadable: the rest would be too */
+	struct wait_key k = { .id = e.id, .token = e.token };
 	struct wait_start *s = bpf_map_lookup_elem(&wait_starts, &k);
 	if (!s) {
 		stat_inc(STAT_LOCK_END_ORPHAN);
 		return 0;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	__u64 wait = now - s->ts;
+	/* The begin time was read in BPF just before the Go side's t0, so
+	 * end_ns is later; clamp anyway rather than wrap. */
+	__u64 wait = e.end_ns > s->ts ? e.end_ns - s->ts : 0;
 	hist_record(&lock_hist, s->kind, wait);
 	if (wait >= wait_threshold_ns) {
-		struct wait_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-		if (e) {
-			e->id = k.id;
-			e->token = k.token;
-			e->span = s->span;
-			e->start_ns = s->ts;
-			e->wait_ns = wait;
-			e->kind = s->kind;
-			e->tid_begin = s->tid;
-			e->tid_end = (__u32)bpf_get_current_pid_tgid();
-			e->pad = 0;
-			bpf_ringbuf_submit(e, 0);
+		struct wait_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		if (ev) {
+			ev->id = k.id;
+			ev->token = k.token;
+			ev->span = s->span;
+			ev->start_ns = s->ts;
+			ev->wait_ns = wait;
+			ev->kind = s->kind;
+			ev->tid = s->tid;
+			bpf_ringbuf_submit(ev, 0);
 		} else {
 			stat_inc(STAT_EVENTS_LOST);
 		}
 	}
 	bpf_map_delete_elem(&wait_starts, &k);
+	return 0;
+}
+
+static __always_inline int lock_ends(struct pt_regs *ctx)
+{
+	/* LockWaitEnds(ends *WaitEnd, n int) */
+	struct { __u64 ends, n; } a;
+	if (bpf_probe_read_user(&a, sizeof(a), (void *)(ctx->sp + 8)))
+		return 0;
+	__u64 n = a.n;
+	if (n > MAX_ENDS_PER_HIT) {
+		stat_inc(STAT_ENDS_TRUNCATED);
+		n = MAX_ENDS_PER_HIT;
+	}
+	bpf_loop(n, lock_end_one, &a.ends, 0);
 	return 0;
 }
 
@@ -203,8 +234,8 @@ int ustore_marker(struct pt_regs *ctx)
 	switch (bpf_get_attach_cookie(ctx)) {
 	case MARK_LOCK_BEGIN:
 		return lock_begin(ctx);
-	case MARK_LOCK_END:
-		return lock_end(ctx);
+	case MARK_LOCK_ENDS:
+		return lock_ends(ctx);
 	case MARK_PHASE_BEGIN:
 		return phase_begin(ctx);
 	case MARK_PHASE_END:
