@@ -13,14 +13,7 @@ import (
 // trampoline → BPF, twice); trace's BenchmarkMarkers_Pair is the same pair
 // detached.
 func BenchmarkProbes_LockMarkerPair(b *testing.B) {
-	p, err := Attach(Config{})
-	if err != nil {
-		b.Skipf("eBPF unavailable: %v", err)
-	}
-	defer func() {
-		b.StopTimer() // detach waits for RCU: not the markers' cost
-		p.Close()
-	}()
+	defer attachForBench(b)()
 	for i := uint64(1); b.Loop(); i++ {
 		trace.LockWaitBegin(i, i, 1, 0)
 		end := trace.WaitEnd{ID: i, Token: i, End: trace.Nanotime()}
@@ -32,14 +25,7 @@ func BenchmarkProbes_LockMarkerPair(b *testing.B) {
 // are reported as package lock's flush does: a begin each, then one
 // LockWaitEnds for trace.MaxWaitEndsPerMarker ends.
 func BenchmarkProbes_LockMarkersBatched(b *testing.B) {
-	p, err := Attach(Config{})
-	if err != nil {
-		b.Skipf("eBPF unavailable: %v", err)
-	}
-	defer func() {
-		b.StopTimer()
-		p.Close()
-	}()
+	defer attachForBench(b)()
 	ends := make([]trace.WaitEnd, trace.MaxWaitEndsPerMarker)
 	token := uint64(0)
 	for b.Loop() {
@@ -55,16 +41,23 @@ func BenchmarkProbes_LockMarkersBatched(b *testing.B) {
 
 // BenchmarkProbes_PhaseMarkerPair: the same for a phase begin+end.
 func BenchmarkProbes_PhaseMarkerPair(b *testing.B) {
+	defer attachForBench(b)()
+	for i := uint64(1); b.Loop(); i++ {
+		trace.PhaseBegin(i, 7, 0)
+		trace.PhaseEnd(i, 7)
+	}
+}
+
+// attachForBench attaches every feature, or skips b where eBPF is
+// unavailable; the returned func detaches with b's timer stopped (a detach
+// waits for RCU: not the markers' cost).
+func attachForBench(b *testing.B) (detach func()) {
 	p, err := Attach(Config{})
 	if err != nil {
 		b.Skipf("eBPF unavailable: %v", err)
 	}
-	defer func() {
+	return func() {
 		b.StopTimer()
 		p.Close()
-	}()
-	for i := uint64(1); b.Loop(); i++ {
-		trace.PhaseBegin(i, 7, 0)
-		trace.PhaseEnd(i, 7)
 	}
 }

@@ -180,24 +180,22 @@ func TestDeferWaitEnds_Nests(t *testing.T) {
 	log := watchEnds(t, &m)
 	slowFlushes(t)
 	undo1, undo2 := DeferWaitEnds(), DeferWaitEnds()
+	reported := func(want int, what string) {
+		t.Helper()
+		if n := log.count(); n != want {
+			t.Fatalf("%s: %d ends reported, want %d", what, n, want)
+		}
+	}
 	endWait(trace.WaitEnd{ID: 1, Token: 1})
 	undo1()
 	undo1()
-	if n := log.count(); n != 1 {
-		t.Fatalf("the first undo flushed %d ends, want 1", n)
-	}
+	reported(1, "the first undo flushes")
 	endWait(trace.WaitEnd{ID: 1, Token: 2})
-	if n := log.count(); n != 1 {
-		t.Fatalf("with one DeferWaitEnds still on an end was reported at once (%d, want 1)", n)
-	}
+	reported(1, "with one DeferWaitEnds still on an end is deferred")
 	undo2()
-	if n := log.count(); n != 2 {
-		t.Fatalf("the last undo flushed %d ends, want 2", n)
-	}
+	reported(2, "the last undo flushes")
 	endWait(trace.WaitEnd{ID: 1, Token: 3})
-	if n := log.count(); n != 3 {
-		t.Fatalf("after the last undo an end was deferred (%d reported, want 3)", n)
-	}
+	reported(3, "after the last undo an end is reported at once")
 }
 
 // TestEndWait_NoAllocs: reporting an end, deferred or not, allocates
