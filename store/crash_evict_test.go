@@ -39,6 +39,11 @@ func TestCrash_InodesEvicted(t *testing.T) {
 	ws = append(ws, two[:n2]...)
 	ws = append(ws, crashRegressions...)
 	ws = append(ws, crashOrphanWorkloads...)
+	batches := crashBatchWorkloads(m0)
+	if testing.Short() || raceEnabled() {
+		batches = batches[:len(batches)/4]
+	}
+	ws = append(ws, batches...)
 
 	opts := crashOptions()
 	opts.CacheBytes = 64 << 10
@@ -70,8 +75,8 @@ func TestCrash_InodesEvicted(t *testing.T) {
 	cases := crashCheckWorkloads(t, ws, 11, func(w crashWorkload) (*crashRun, error) {
 		return crashRunWorkloadWith(base, m0, w, opts, between)
 	})
-	t.Logf("%d workloads (%d of 1 step, %d of 2, %d regressions, %d with open files): %d inodes evicted between an operation and its persistence point, %d fsyncs of an evicted inode; %d crash points checked, %v",
-		len(ws), n1, n2, len(crashRegressions), len(crashOrphanWorkloads), evicted.Load(), reloaded.Load(), cases, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d workloads (%d of 1 step, %d of 2, %d regressions, %d with open files, %d with batched creates): %d inodes evicted between an operation and its persistence point, %d fsyncs of an evicted inode; %d crash points checked, %v",
+		len(ws), n1, n2, len(crashRegressions), len(crashOrphanWorkloads), len(batches), evicted.Load(), reloaded.Load(), cases, time.Since(start).Round(time.Millisecond))
 	if t.Failed() {
 		return
 	}

@@ -403,6 +403,7 @@ const (
 	opPunch       // PUNCH_HOLE|KEEP_SIZE
 	opSetXattr    // attribute b of a, set to a value of the step
 	opRemoveXattr // attribute b of a
+	opCreateBatch // n files b0, b1, … in directory a, concurrently: one pass of its create queue (crash_batch_test.go)
 )
 
 type crashOp struct {
@@ -453,6 +454,8 @@ func (o crashOp) String() string {
 		return "setxattr " + o.a + " " + o.b
 	case opRemoveXattr:
 		return "removexattr " + o.a + " " + o.b
+	case opCreateBatch:
+		return fmt.Sprintf("create-batch %s %s0..%d", o.a, o.b, o.n-1)
 	}
 	return "?"
 }
@@ -491,6 +494,16 @@ func (m crashModel) resolve(op crashOp, step int) (resolved, error) {
 	case opCreate, opMkdir, opSymlink:
 		if r.dir, r.name, ok = m.parentDir(op.a); !ok || m.entry(r.dir, r.name) != 0 {
 			return r, errCrashInvalid
+		}
+	case opCreateBatch:
+		if !m.isDir(op.a) {
+			return r, errCrashInvalid
+		}
+		r.dir, _ = m.lookup(op.a)
+		for _, name := range op.batchNames() {
+			if m.entry(r.dir, name) != 0 {
+				return r, errCrashInvalid
+			}
 		}
 	case opWrite, opTruncate, opWriteHeld, opFallocate, opPunch:
 		if op.kind == opWriteHeld {
@@ -613,6 +626,12 @@ func (m crashModel) apply(op crashOp, r resolved, newIno Ino) {
 		}
 		m[newIno] = n
 		m[r.dir].ents[r.name] = newIno
+	case opCreateBatch:
+		// One pass: consecutive numbers (crashExecBatch checks).
+		for i, name := range op.batchNames() {
+			m[newIno+Ino(i)] = &crashNode{}
+			m[r.dir].ents[name] = newIno + Ino(i)
+		}
 	case opOpen:
 		m[r.ino].heldAs = op.a
 	case opRelease:
@@ -692,6 +711,11 @@ func (op crashOp) targets(m crashModel) (files, dirs []string) {
 	switch op.kind {
 	case opCreate, opSymlink:
 		return []string{op.a}, []string{parent(op.a)}
+	case opCreateBatch:
+		for _, name := range op.batchNames() {
+			files = append(files, strings.TrimSuffix(op.a, "/")+"/"+name)
+		}
+		return files, []string{op.a}
 	case opMkdir:
 		return nil, []string{op.a, parent(op.a)}
 	case opWrite, opTruncate, opFallocate, opPunch:
@@ -963,6 +987,8 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 		err = s.SetXattr(r.ino, op.b, r.data, 0)
 	case opRemoveXattr:
 		err = s.RemoveXattr(r.ino, op.b)
+	case opCreateBatch:
+		newIno, err = crashExecBatch(s, r.dir, op.batchNames())
 	}
 	if err != nil {
 		return fmt.Errorf("%v: %w", op, err)
@@ -1523,6 +1549,13 @@ func TestCrash_Workloads(t *testing.T) {
 	ws = append(ws, two...)
 	ws = append(ws, crashRegressions...)
 	ws = append(ws, crashOrphanWorkloads...)
+	batches := crashBatchWorkloads(m0)
+	if raceEnabled() && !full {
+		// Every batch's first step, one in four of the rest.
+		keep := rand.New(rand.NewPCG(seed, 15))
+		batches = slices.DeleteFunc(batches, func(w crashWorkload) bool { return len(w) > 1 && keep.IntN(4) != 0 })
+	}
+	ws = append(ws, batches...)
 	for range n3 {
 		ws = append(ws, crashRandom(rng, m0, 3))
 	}
@@ -1532,6 +1565,6 @@ func TestCrash_Workloads(t *testing.T) {
 	if full {
 		mode = "full"
 	}
-	t.Logf("%s (seed %d): %d workloads (%d of 1 step, %d of %d of 2 steps, %d regressions, %d with open files, %d random of 3), %d crash points checked, %v",
-		mode, seed, len(ws), n1, len(two), n2all, len(crashRegressions), len(crashOrphanWorkloads), n3, cases, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s (seed %d): %d workloads (%d of 1 step, %d of %d of 2 steps, %d regressions, %d with open files, %d with batched creates, %d random of 3), %d crash points checked, %v",
+		mode, seed, len(ws), n1, len(two), n2all, len(crashRegressions), len(crashOrphanWorkloads), len(batches), n3, cases, time.Since(start).Round(time.Millisecond))
 }

@@ -7,7 +7,8 @@
 // wrapping a syscall.Errno.
 //
 // Files, by concept: namespace.go, rename.go and exchange.go (names;
-// renameat2's flags), symlink.go (symbolic links: the target, its limit),
+// renameat2's flags), create_batch.go (a directory's concurrent creates,
+// made in batches), symlink.go (symbolic links: the target, its limit),
 // dir.go (the three items of a name), name_room.go (room for a name in its
 // list items), attr.go (stat, setattr, statfs, readdir), xattr.go
 // (extended attributes), times.go (the timestamp range), io.go (write,
@@ -153,8 +154,12 @@
 //     the same code, the same transaction, the same answers. The inodes
 //     they change are held in memory by their mu, not a reference
 //     (invariant 17 holds: the table does not evict an inode whose mu is
-//     held). (nowait.go; TestStore_NoWait_DeclinesWithoutSideEffects,
-//     TestCrash_Workloads: creates and unlinks of even steps)
+//     held). CreateNoWait also declines while the directory has a create
+//     queue (invariant 23): its leader waits for the directory's mu or
+//     holds it across a pass, and its waiters are not overtaken.
+//     (nowait.go; TestStore_NoWait_DeclinesWithoutSideEffects,
+//     TestCreateBatch_NoWait_DeclinesWhileQueued, TestCrash_Workloads:
+//     creates and unlinks of even steps)
 //  20. Read-ahead is bounded and reads a block once: an inode has at most
 //     readAheadChunksMax chunks in flight and the store
 //     readAheadInflightMax, each holding a slot from its issue to its
@@ -202,6 +207,25 @@
 //     before it returns, and drops it. Another scan takes a ready chunk
 //     only under its inode's mu, by TryLock. (scanRing, scanUsableLocked,
 //     scanBuffer, scanFilledLocked; TestScanRing_*)
+//  23. A directory's concurrent creates (create, mkdir, symlink) are
+//     made by its create queue's one leader, which alone holds the
+//     directory's mu for them: a pass of at most createBatchMax queued
+//     requests under one hold of it and one transaction handle, each
+//     request looked up after those before it (a name made earlier in
+//     the pass is EEXIST), with its own checks before its first change
+//     and its own answer (EEXIST, EOVERFLOW, ENOSPC, ENOENT for a deleted
+//     directory): a refused request changes nothing but, at most, leaves
+//     a gap in the inode numbers the pass took at once; the rest are made
+//     as a lone create makes them (the same items, attributes, logTrack
+//     records; the directory's item written once with the last create's
+//     times). A request's answer is given only after its pass's handle
+//     ended and its inode is in the table — the durability a lone create
+//     gives — and a failure after a change aborts the transaction and is
+//     the answer of every create in it. A queue's waiters hold a
+//     reference on the directory and no lock; a leader leads at most
+//     createLeadPassesMax passes, then the oldest waiter leads.
+//     (createBatchLocked, createInPass, leadCreates; TestCreateBatch_*,
+//     TestCrash_Workloads and TestCrash_InodesEvicted: crashBatchWorkloads)
 //
 // # The fsync path
 //

@@ -199,6 +199,17 @@ func (a *atomicIno) Store(i Ino) { a.v.Store(uint64(i)) }
 // take returns the number and advances it: the inode number a create gets.
 func (a *atomicIno) take() Ino { return Ino(a.v.Add(1) - 1) }
 
+// takeN takes n consecutive numbers at once and returns the first: a
+// create batch's (create_batch.go).
+func (a *atomicIno) takeN(n int) Ino { return Ino(a.v.Add(uint64(n)) - uint64(n)) }
+
+// giveBack returns the numbers from first up to end, taken by takeN and
+// not used, if none was taken since: a failed create of a batch leaves
+// no gap then. It reports whether it did.
+func (a *atomicIno) giveBack(first, end Ino) bool {
+	return first == end || a.v.CompareAndSwap(uint64(end), uint64(first))
+}
+
 // atomicTransid is an atomic.Uint64 that holds a transaction id.
 type atomicTransid struct{ v atomic.Uint64 }
 

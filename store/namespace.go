@@ -44,6 +44,23 @@ func (s *Store) startMeta(meta uint64) (*engine.Trans, error) {
 	return s.e.StartReserved(meta)
 }
 
+// metaRoom is the check startMeta and engine.StartReserved make before a
+// handle starts, for an operation that joins a handle already started (a
+// create batch's, create_batch.go): ENOSPC unless meta bytes of tree
+// nodes are available beyond the space promised to buffered data.
+func (s *Store) metaRoom(meta uint64) error {
+	sp := s.e.Space()
+	if promised := uint64(s.wb.reservedBytes()); sp.Available < promised+meta {
+		return fmt.Errorf("%w: %d bytes available, %d promised to buffered data, the operation may need %d",
+			engine.ErrNoSpace, sp.Available, promised, meta)
+	}
+	if sp.MetaAvailable < meta {
+		return fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d",
+			engine.ErrNoSpace, sp.MetaAvailable, meta)
+	}
+	return nil
+}
+
 // makeRoom commits when startMeta would refuse an operation and a commit
 // would unpin space that earlier transactions freed (an unlink's). Called
 // before any inode lock is taken: a commit waits for every handle.
@@ -106,6 +123,30 @@ func (s *Store) getLive(ino Ino) (*inode, error) {
 		return nil, syscall.ENOENT
 	}
 	return in, nil
+}
+
+// getDirToCreate is getDir for a create: its deleted flag is one atomic
+// load, not read under mu, so that a create does not wait for the lock
+// its directory's create queue leader holds across a pass
+// (create_batch.go). The answer is early only: the create reads the flag
+// again under mu before its first change (makeInodeLocked,
+// createBatchLocked), and a directory deleted in between gives ENOENT
+// there.
+func (s *Store) getDirToCreate(ino Ino) (*inode, error) {
+	in, err := s.itab.get(ino)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case in.deleted.Load():
+		err = syscall.ENOENT
+	case !in.isDir():
+		err = syscall.ENOTDIR
+	default:
+		return in, nil
+	}
+	s.itab.put(in)
+	return nil, err
 }
 
 // getDir returns directory ino with a reference: ENOTDIR if it is not one.
@@ -178,14 +219,14 @@ func (s *Store) makeInode(dir Ino, name string, mode uint32, target string) (Att
 	if err := s.makeRoom(); err != nil {
 		return Attr{}, err
 	}
-	d, err := s.getDir(dir)
+	d, err := s.getDirToCreate(dir)
 	if err != nil {
 		return Attr{}, err
 	}
 	defer s.itab.put(d)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return s.makeInodeLocked(d, name, mode, target, s.startMeta)
+	// Through d's create queue: made alone, or in a batch with the
+	// creates of d in progress with it (create_batch.go).
+	return s.queueCreate(d, &createReq{name: name, mode: mode, target: target})
 }
 
 // makeInodeLocked is makeInode in directory d, whose mu the caller holds;
@@ -196,12 +237,8 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 	if d.deleted.Load() {
 		return Attr{}, syscall.ENOENT
 	}
-	_, size, err := s.dirItem(d.ino, name)
-	if err == nil {
-		return Attr{}, syscall.EEXIST
-	} else if !errors.Is(err, syscall.ENOENT) {
-		return Attr{}, err
-	} else if err := s.roomFor(size, name, syscall.EOVERFLOW); err != nil {
+	size, err := s.nameFree(d, name)
+	if err != nil {
 		return Attr{}, err
 	}
 	// The new inode's INODE_REF holds this one name: it always fits
@@ -212,8 +249,39 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 	}
 	defer tr.End()
 	defer s.abortOnError(&err)
-	ino := s.nextIno.take()
 	t := now()
+	in, err := s.insertInode(tr, d, name, mode, target, size, s.nextIno.take(), t)
+	if err != nil {
+		return Attr{}, err
+	}
+	d.item.Mtime, d.item.Ctime = t, t
+	if err := s.writeItem(tr, d); err != nil {
+		return Attr{}, err
+	}
+	return s.addNewInode(in), nil
+}
+
+// nameFree checks that d (mu held) may take the new name name: EEXIST
+// if it is there, EOVERFLOW if the DIR_ITEM of its hash has no room for
+// it. It returns that item's size, 0 if there is none.
+func (s *Store) nameFree(d *inode, name string) (int, error) {
+	_, size, err := s.dirItem(d.ino, name)
+	if err == nil {
+		return 0, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return 0, err
+	}
+	return size, s.roomFor(size, name, syscall.EOVERFLOW)
+}
+
+// insertInode puts a new inode ino of mode, named name in d, in tr: its
+// items and its entry in d, d's size and link count in memory (d.mu
+// held; name absent, size the DIR_ITEM of its hash as a search under d.mu
+// found it). The caller writes d's item (with its times, t) and then adds
+// the inode to the table (addNewInode); a failure here is after the
+// first tree change.
+func (s *Store) insertInode(tr *engine.Trans, d *inode, name string, mode uint32, target string,
+	size int, ino Ino, t engine.Timespec) (*inode, error) {
 	item := engine.InodeItem{Generation: tr.ID(), Transid: tr.ID(), Mode: mode, Nlink: 1,
 		UID: s.uid, GID: s.gid, Atime: t, Mtime: t, Ctime: t, Otime: t}
 	if mode&ModeType == ModeDir {
@@ -229,28 +297,29 @@ func (s *Store) makeInodeLocked(d *inode, name string, mode uint32, target strin
 	// keys: one batch, one descent.
 	s.track.itemGrown(tr.ID(), refKey(ino, d.ino), engine.DirEntrySize(len(name)), s.e.ItemDataMax())
 	if err := s.fs.InsertItems(tr, newInodeBatch(tr, in, d, name, target)); err != nil {
-		return Attr{}, err
+		return nil, err
 	}
 	in.lastTrans.Store(tr.ID())
-	// Under d.mu since the search above: no item of name's hash if size
-	// is 0.
+	// Under d.mu since the search: no item of name's hash if size is 0.
 	if err := s.addEntryKnown(tr, d, name, ino, dtype(mode), size == 0, true); err != nil {
-		return Attr{}, err
+		return nil, err
 	}
 	d.size++
 	d.diskSize = d.size
 	if mode&ModeType == ModeDir {
 		d.item.Nlink++
 	}
-	d.item.Mtime, d.item.Ctime = t, t
-	if err := s.writeItem(tr, d); err != nil {
-		return Attr{}, err
-	}
+	return in, nil
+}
+
+// addNewInode adds in, just made and its transaction's changes all done,
+// to the table, and returns its attributes.
+func (s *Store) addNewInode(in *inode) Attr {
 	s.itab.add(in)
 	defer s.itab.put(in)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.attrLocked(), nil
+	return in.attrLocked()
 }
 
 // newInodeBatch is the batch of a new inode's items: its inode item, its

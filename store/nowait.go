@@ -60,7 +60,9 @@ func (s *Store) CreateNoWait(dir Ino, name string, perm uint32) (Attr, error) {
 		return Attr{}, ErrWouldWait
 	}
 	defer d.mu.Unlock()
-	if !d.isDir() || d.deleted.Load() {
+	// A create queue's leader waits for d.mu (or holds it across a
+	// pass); its waiters must not be overtaken either.
+	if !d.isDir() || d.deleted.Load() || s.creates.active(d.ino) {
 		return Attr{}, ErrWouldWait
 	}
 	a, err := s.makeInodeLocked(d, name, ModeFile|perm&ModePerm, "", s.tryStartMeta)

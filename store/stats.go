@@ -35,6 +35,8 @@ type storeStats struct {
 	scanBlocks, scanReclaims atomic.Uint64
 	teardownSteps            atomic.Uint64
 	fsyncDataRoundTrips      atomic.Uint64
+	// The create queue's (create_batch.go).
+	createBatches, createsBatched atomic.Uint64
 }
 
 // Stats are the store's counters since mount, and a few values now.
@@ -64,8 +66,13 @@ type Stats struct {
 	// chain's DIR_ITEM, an inode's INODE_REF in one directory) would
 	// not fit in a leaf: EOVERFLOW or EMLINK (name_room.go).
 	NameItemFull uint64
-	DirtyBytes   int64 `metric:"gauge"` // buffered now
-	Inodes       int   `metric:"gauge"` // in memory now
+	// CreateBatches counts the passes of a directory's create queue
+	// that made more than one create (create, mkdir, symlink) under one
+	// hold of its lock; CreatesBatched the creates those passes made
+	// (create_batch.go).
+	CreateBatches, CreatesBatched uint64
+	DirtyBytes                    int64 `metric:"gauge"` // buffered now
+	Inodes                        int   `metric:"gauge"` // in memory now
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
@@ -104,8 +111,9 @@ func (s *Store) Stats() Stats {
 		WritebackBlocks: s.stats.writebackBlocks.Load(), WritebackErrors: s.stats.writebackErrors.Load(),
 		ExtentsWritten: s.stats.extentsWritten.Load(), CsumErrors: s.stats.csumErrors.Load(),
 		RenameWritebacks: s.stats.renameWritebacks.Load(), SpaceWaits: s.stats.spaceWaits.Load(),
-		NameItemFull: s.stats.nameItemFull.Load(),
-		DirtyBytes:   s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		NameItemFull:  s.stats.nameItemFull.Load(),
+		CreateBatches: s.stats.createBatches.Load(), CreatesBatched: s.stats.createsBatched.Load(),
+		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(), NodeCache: s.e.CacheStats(),
 		DeviceRoundTrips: RoundTrips{FsyncData: s.stats.fsyncDataRoundTrips.Load(), LogSync: s.e.Stats().LogSyncRoundTrips},
 		Cache:            s.CacheStats(),

@@ -31,6 +31,7 @@ type Store struct {
 	pc        *pageCache
 	wb        wbState
 	nextIno   atomicIno
+	creates   createQueues  // each directory's creates in progress (create_batch.go)
 	putSeq    atomic.Uint64 // Put's temporary names
 	renameMu  sync.RWMutex  // rename: write; fsync's logging: read
 	tlog      *logtree.Log  // the fsync log
