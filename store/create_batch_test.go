@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -258,13 +257,7 @@ func TestCreateBatch_NoRoomForTheBatch(t *testing.T) {
 	if err := syncCheck(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Sync(context.Background()); err != nil {
-		t.Fatalf("sync: the space of accepted writes went to the creates: %v", err)
-	}
-	m.verify(t, s, "after sync")
-	s = remount(t, s, d, opts)
-	m.verify(t, s, "after remount")
-	closeCheck(t, s)
+	syncRemountVerify(t, s, d, opts, m)
 }
 
 // TestCreateBatch_Concurrent_Model: many goroutines create, unlink and

@@ -62,6 +62,21 @@ func (m *fileModel) verify(t *testing.T, s *Store, when string) {
 	}
 }
 
+// syncRemountVerify ends an ENOSPC test: a sync must succeed (the space of
+// every accepted write and create was reserved when it was accepted, so
+// its writeback cannot find the device full), m must hold after the sync
+// and again after a remount, and fsck must pass as s closes.
+func syncRemountVerify(t *testing.T, s *Store, d dev.Device, opts Options, m *fileModel) {
+	t.Helper()
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatalf("sync: the space of accepted writes went elsewhere: %v (space %+v)", err, s.Engine().Space())
+	}
+	m.verify(t, s, "after sync")
+	s = remount(t, s, d, opts)
+	m.verify(t, s, "after remount")
+	closeCheck(t, s)
+}
+
 func wantENOSPC(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, syscall.ENOSPC) {
@@ -311,13 +326,7 @@ func TestENOSPC_DirtyThenCreates(t *testing.T) {
 		}
 	}
 	t.Logf("%d files (%d MiB, buffered), then %d of 2000 creates made", len(names), usedData(m)>>20, made)
-	if err := s.Sync(context.Background()); err != nil {
-		t.Fatalf("sync: the space of accepted writes went elsewhere: %v", err)
-	}
-	m.verify(t, s, "after sync")
-	s = remount(t, s, d, opts)
-	m.verify(t, s, "after remount")
-	closeCheck(t, s)
+	syncRemountVerify(t, s, d, opts, m)
 }
 
 // TestENOSPC_Device: a device that itself fails writes with ENOSPC (a
@@ -407,13 +416,7 @@ func TestENOSPC_Fragmented(t *testing.T) {
 		}
 	}
 	t.Logf("accepted %d bytes into the holes", accepted)
-	if err := s.Sync(ctx); err != nil {
-		t.Fatalf("sync of %d accepted bytes: %v (space %+v)", accepted, err, s.Engine().Space())
-	}
-	m.verify(t, s, "after sync")
-	s = remount(t, s, d, opts)
-	m.verify(t, s, "after remount")
-	closeCheck(t, s)
+	syncRemountVerify(t, s, d, opts, m)
 }
 
 // TestENOSPC_SmallFilesBuffered: many small files, all buffered, fill the
@@ -439,13 +442,7 @@ func TestENOSPC_SmallFilesBuffered(t *testing.T) {
 		}
 	}
 	t.Logf("%d files, %d KiB buffered", len(m.inos), s.Stats().DirtyBytes>>10)
-	if err := s.Sync(context.Background()); err != nil {
-		t.Fatalf("sync of accepted writes: %v (space %+v)", err, s.Engine().Space())
-	}
-	m.verify(t, s, "after sync")
-	s = remount(t, s, d, opts)
-	m.verify(t, s, "after remount")
-	closeCheck(t, s)
+	syncRemountVerify(t, s, d, opts, m)
 }
 
 // TestENOSPC_WaitsForWriteback: while a writeback is in progress, its
