@@ -48,7 +48,7 @@ import (
 // number while its queue exists. Lock order: the directory's mu, then
 // the shard's mu; join takes the shard's mu alone.
 
-// Bounds of the create queue (STYLE.md: every queue bounded).
+// Bounds of the create queue: every queue in the server is bounded.
 const (
 	// createBatchMax is the most creates one pass makes: 64, the clients
 	// issue 15 measures. A pass holds the directory's mu and one
