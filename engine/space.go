@@ -48,6 +48,19 @@ func (e *Engine) StartReserved(metaBytes uint64) (*Trans, error) {
 	return e.startReserved(metaBytes, true)
 }
 
+// MetaRoom is StartReserved's check alone: ErrNoSpace unless metaBytes of
+// new tree nodes are available. For an operation that joins a handle
+// already started rather than starting its own (package store's create
+// batch).
+func (e *Engine) MetaRoom(metaBytes uint64) error {
+	if metaBytes > 0 {
+		if s := e.Space(); s.MetaAvailable < metaBytes {
+			return fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d", ErrNoSpace, s.MetaAvailable, metaBytes)
+		}
+	}
+	return nil
+}
+
 // TryStartReserved is StartReserved for a caller that must not wait (a
 // request served on a connection's reader): where the journal would wait
 // for the committing transaction to freeze, it returns an error wrapping
@@ -60,10 +73,8 @@ func (e *Engine) startReserved(metaBytes uint64, wait bool) (*Trans, error) {
 	if err := e.checkWritable(); err != nil {
 		return nil, err
 	}
-	if metaBytes > 0 {
-		if s := e.Space(); s.MetaAvailable < metaBytes {
-			return nil, fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d", ErrNoSpace, s.MetaAvailable, metaBytes)
-		}
+	if err := e.MetaRoom(metaBytes); err != nil {
+		return nil, err
 	}
 	tr, err := e.start(wait)
 	if err != nil {

@@ -138,9 +138,8 @@ func (qs *createQueues) take(dir Ino, n int) []*createReq {
 	sh := qs.shard(dir)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	q := sh.dirs[dir]
-	if len(q.waiting) == 0 {
-		delete(sh.dirs, dir)
+	q := sh.waitingLocked(dir)
+	if q == nil {
 		return nil
 	}
 	n = min(n, len(q.waiting))
@@ -158,14 +157,25 @@ func (qs *createQueues) handOff(dir Ino) {
 	sh := qs.shard(dir)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	q := sh.dirs[dir]
-	if len(q.waiting) == 0 {
-		delete(sh.dirs, dir)
+	q := sh.waitingLocked(dir)
+	if q == nil {
 		return
 	}
 	next := q.waiting[0]
 	next.lead = true
 	close(next.done)
+}
+
+// waitingLocked returns dir's queue (sh.mu held) when requests wait in
+// it; otherwise it ends the queue, whose leader is leaving, and returns
+// nil: the next create of dir leads a new one.
+func (sh *createQueueShard) waitingLocked(dir Ino) *createQueue {
+	q := sh.dirs[dir]
+	if len(q.waiting) == 0 {
+		delete(sh.dirs, dir)
+		return nil
+	}
+	return q
 }
 
 // active reports whether dir's queue exists (has a leader), without

@@ -205,9 +205,11 @@ func (a *atomicIno) takeN(n int) Ino { return Ino(a.v.Add(uint64(n)) - uint64(n)
 
 // giveBack returns the numbers from first up to end, taken by takeN and
 // not used, if none was taken since: a failed create of a batch leaves
-// no gap then. It reports whether it did.
-func (a *atomicIno) giveBack(first, end Ino) bool {
-	return first == end || a.v.CompareAndSwap(uint64(end), uint64(first))
+// no gap then (otherwise a gap, which numbers never reused allow).
+func (a *atomicIno) giveBack(first, end Ino) {
+	if first != end {
+		a.v.CompareAndSwap(uint64(end), uint64(first))
+	}
 }
 
 // atomicTransid is an atomic.Uint64 that holds a transaction id.

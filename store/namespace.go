@@ -35,30 +35,33 @@ func (s *Store) writeItem(tr *engine.Trans, in *inode) error {
 // much is available beyond the space promised to buffered data: an
 // operation must not take the room the writeback of accepted writes needs.
 func (s *Store) startMeta(meta uint64) (*engine.Trans, error) {
-	if meta > 0 {
-		if avail, promised := s.e.Space().Available, uint64(s.wb.reservedBytes()); avail < promised+meta {
-			return nil, fmt.Errorf("%w: %d bytes available, %d promised to buffered data, the operation may need %d",
-				engine.ErrNoSpace, avail, promised, meta)
-		}
+	if err := s.promisedRoom(meta); err != nil {
+		return nil, err
 	}
 	return s.e.StartReserved(meta)
 }
 
-// metaRoom is the check startMeta and engine.StartReserved make before a
-// handle starts, for an operation that joins a handle already started (a
-// create batch's, create_batch.go): ENOSPC unless meta bytes of tree
-// nodes are available beyond the space promised to buffered data.
-func (s *Store) metaRoom(meta uint64) error {
-	sp := s.e.Space()
-	if promised := uint64(s.wb.reservedBytes()); sp.Available < promised+meta {
-		return fmt.Errorf("%w: %d bytes available, %d promised to buffered data, the operation may need %d",
-			engine.ErrNoSpace, sp.Available, promised, meta)
+// promisedRoom is startMeta's own check: ENOSPC unless meta bytes are
+// available beyond the space promised to buffered data.
+func (s *Store) promisedRoom(meta uint64) error {
+	if meta == 0 {
+		return nil
 	}
-	if sp.MetaAvailable < meta {
-		return fmt.Errorf("%w: %d bytes available for tree nodes, the operation may need %d",
-			engine.ErrNoSpace, sp.MetaAvailable, meta)
+	if avail, promised := s.e.Space().Available, uint64(s.wb.reservedBytes()); avail < promised+meta {
+		return fmt.Errorf("%w: %d bytes available, %d promised to buffered data, the operation may need %d",
+			engine.ErrNoSpace, avail, promised, meta)
 	}
 	return nil
+}
+
+// metaRoom is the check startMeta makes, its own and the engine's, for an
+// operation that joins a handle already started (a create batch's,
+// create_batch.go).
+func (s *Store) metaRoom(meta uint64) error {
+	if err := s.promisedRoom(meta); err != nil {
+		return err
+	}
+	return s.e.MetaRoom(meta)
 }
 
 // makeRoom commits when startMeta would refuse an operation and a commit

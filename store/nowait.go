@@ -138,7 +138,7 @@ func (s *Store) roomWithoutCommit() bool {
 // journal would wait, and where startMeta would refuse with ENOSPC (the
 // waiting path commits to unpin first).
 func (s *Store) tryStartMeta(meta uint64) (*engine.Trans, error) {
-	if avail, promised := s.e.Space().Available, uint64(s.wb.reservedBytes()); avail < promised+meta {
+	if s.promisedRoom(meta) != nil {
 		return nil, ErrWouldWait
 	}
 	return s.tryStart(meta)
