@@ -30,6 +30,7 @@ type Store struct {
 	itab      *inodeTable
 	pc        *pageCache
 	wb        wbState
+	wbStaging wbStagingSet // writeback's staging buffers (writeback_staging.go)
 	nextIno   atomicIno
 	creates   createQueues  // each directory's creates in progress (create_batch.go)
 	putSeq    atomic.Uint64 // Put's temporary names
@@ -110,6 +111,7 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.itab = newInodeTable(s, budget, keptEpochsPerShard(opts.CacheBytes))
 	s.pc = newPageCache(budget)
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
+	s.wbStaging.init(wbStagingCapacity(opts.DirtyBytes))
 	s.tlog = logtree.New(e)
 	s.tlog.Ablations = opts.Ablations
 	if opts.ReadOnly {
