@@ -34,15 +34,15 @@ import (
 //
 // What it guards: writeback's staging buffers (wbChunkBytes each) are the
 // store's own, a bounded set made on first use and kept (wbStagingSet).
-// As a sync.Pool they failed this test at 108.8-115.7 MiB (live heap up
-// to 104-117 MiB; with the set, 99.8-100.7 MiB and 63 MiB): every
+// As a sync.Pool they failed this test at 109.5-116.1 MiB (live heap up
+// to 109-114 MiB; with the set, 91-98 MiB and 60 MiB): every
 // writeback in progress held its own, up to one per writer here, and
 // every collection emptied the pool — near the soft limit the collector
 // runs every few writebacks — so they were allocated again and again
 // (docs/BENCHMARKS.md, "Writer RSS under the one budget").
 //
 // The writers' own buffers are the test's memory in the bound (a server's
-// request buffers are in it too): 16 × 256 KiB, not 16 MiB of 1 MiB
+// request buffers are in it too): 16 × 64 KiB, not 16 MiB of 1 MiB
 // writes. The parent reads every file back afterwards on a store of its
 // own: the child's memory is the writes' alone.
 const (
@@ -50,7 +50,7 @@ const (
 	memWriterDevEnv   = "USTORE_MEMWRITER_DEV"
 	memWriterDevSize  = memDataFactor*memInodesCache + 512<<20
 	memWriterFiles    = 16
-	memWriterWrite    = 256 << 10
+	memWriterWrite    = 64 << 10
 	memWriterPerFile  = memDataFactor * memInodesCache / memWriterFiles
 	// memWriterFsyncEvery: each writer fsyncs its file every 1 MiB, so
 	// that writebacks run at once — the flusher's and the writers'
