@@ -17,7 +17,8 @@
 // large sequential scan's chunks, held in a ring, not cached), read_blocks.go
 // (file blocks from the device, checked), pages.go
 // (buffered pages), writeback.go, writeback_pipeline.go and flusher.go
-// (dirty data to extents; the budget), extents.go and csum.go (extent and
+// (dirty data to extents; the budget), writeback_staging.go (writeback's
+// staging buffers, a bounded set), extents.go and csum.go (extent and
 // checksum items), truncate.go, fallocate.go (allocate and punch: extents
 // of zero blocks written as writeback's, or dropped as truncate's),
 // log_*.go (fsync: see "The fsync path" below), itable.go (inodes in
@@ -226,6 +227,16 @@
 //     createLeadPassesMax passes, then the oldest waiter leads.
 //     (createBatchLocked, createInPass, leadCreates; TestCreateBatch_*,
 //     TestCrash_Workloads and TestCrash_InodesEvicted: crashBatchWorkloads)
+//  24. Writeback's staging memory is bounded by the dirty budget: a
+//     batch is copied only into a buffer of the store's wbStagingSet, which
+//     holds wbStagingCapacity(DirtyBytes) buffers of wbChunkBytes (1 to
+//     wbStagingMax), each made at most once and kept across collections;
+//     a buffer is held by one batch at a time, from its prepare until its
+//     device write ends, and a preparer with every buffer held waits. It
+//     waits holding no lock but its inode's wbMu, and the holder of a
+//     buffer gives it back without waiting for any buffer or any wbMu, so
+//     every writeback proceeds with one buffer. (wbStagingSet,
+//     prepareBatch; TestWritebackStaging_*, TestMem_Writer)
 //
 // # The fsync path
 //

@@ -46,9 +46,10 @@ import (
 //
 //   - The Go heap: the largest live heap any GC saw (/gc/heap/live:bytes,
 //     sampled as above, plus a forced GC at the end of each 64 MiB). Live
-//     data is the dirty pages (memBudget); the writeback pipeline's staging
-//     buffers, wbChunkBytes (8 MiB) each — one batch being written, up to
-//     wbPrepareAhead queued behind it, one being prepared; the node cache
+//     data is the dirty pages (memBudget); writeback's staging buffers,
+//     wbChunkBytes (8 MiB) each, at most wbStagingMax (one batch being
+//     written, wbPrepareAhead queued behind it, one being prepared; the
+//     store's set holds fewer for a budget this small); the node cache
 //     (memCache, 16 MiB; dirty nodes may exceed it until their commit, a
 //     few hundred KiB here); and small change (the writer's 1 MiB buffer,
 //     checksums, extent lists, the runtime's own): memHeapSlack, 8 MiB.
@@ -57,7 +58,7 @@ import (
 //   - Resident memory, VmHWM (the kernel's peak) reported by the child and
 //     VmRSS sampled by the parent: the heap bound twice over (GOGC=100 lets
 //     the heap grow to twice the live heap before a collection, and the
-//     page and staging pools keep freed buffers until the GC after next),
+//     page pool keeps freed pages until the GC after next),
 //     plus memRSSFixed, 32 MiB, for what is not heap: the binary, goroutine
 //     stacks, the runtime's metadata and per-P caches (15 MiB before the
 //     store opens here). With the values above: 144 MiB, the budget plus a
@@ -81,7 +82,7 @@ const (
 	memRSSFixed   = 32 << 20
 	memDeviceSize = memTotal + 256<<20
 
-	memHeapBound    = memBudget + memCache + (wbPrepareAhead+2)*wbChunkBytes + memHeapSlack
+	memHeapBound    = memBudget + memCache + wbStagingMax*wbChunkBytes + memHeapSlack
 	memRSSBound     = 2*memHeapBound + memRSSFixed
 	memRSSBoundRace = 3 * memRSSBound
 )

@@ -104,8 +104,8 @@ func defaultCacheBytes() int64 {
 }
 
 // memoryLimitSlack is what MemoryLimit allows the Go runtime past the two
-// budgets: the writeback pipeline's staging buffers (up to 24 MiB while
-// data is written back), the kept epochs of evicted inodes, the runtime's
+// budgets: writeback's staging buffers (wbStagingSet: at most the dirty
+// budget's worth and 24 MiB, made on first use and kept), the kept epochs of evicted inodes, the runtime's
 // own memory (stacks, metadata) and small change. The resident set adds
 // what the runtime does not count — the binary's pages (14 MiB for the
 // store's test binary) — and what the collector lets past a soft limit

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"sync"
 
 	"ustore/dev"
 	"ustore/engine"
@@ -50,26 +49,56 @@ const (
 	readSubmitBlocksMax = 2048
 )
 
-// readStaging recycles the aligned buffers of large device reads (a
-// fresh 1 MiB buffer costs its allocation and zeroing on every read).
-var readStaging = sync.Pool{New: func() any {
-	b := dev.AlignedBuffer(readPieceBlocksMax * blockSize)
-	return &b
-}}
+// readStagingSet recycles the aligned buffers of large device reads (a
+// fresh 1 MiB buffer costs its allocation and zeroing on every read): a
+// free list of at most readStagingKept buffers of readPieceBlocksMax
+// blocks, the store's own. It was a sync.Pool, which every collection
+// empties: under the soft memory limit (Store.MemoryLimit) the collector
+// runs every few reads, and each read allocated its buffers again — the
+// churn that made writeback's staging break the memory bound
+// (wbStagingSet). Unlike writeback's set it never waits: a read takes up
+// to a submission's pieces one by one while holding extMu, so a reader
+// waiting for a buffer another reader holds could wait on it forever. A
+// buffer past the free list's room is made fresh and left to the
+// collector. So the buffers in use are bounded as before — read-ahead's
+// by its slots (readAheadInflightMax), a demand read's by its submission —
+// and those kept, the same after any collection, by readStagingKept.
+type readStagingSet struct {
+	free chan *[]byte
+}
 
-// readStagingBuffer returns an aligned buffer of n bytes: from the pool
-// (returned with putReadStaging) past 64 KiB, freshly allocated below.
-func readStagingBuffer(n int) ([]byte, *[]byte) {
+// readStagingKept is how many read staging buffers a store keeps:
+// readAheadChunksMax, one sequential reader's chunks in flight (4 MiB).
+// More would be memory kept outside both budgets while nothing reads.
+const readStagingKept = readAheadChunksMax
+
+func (p *readStagingSet) init() { p.free = make(chan *[]byte, readStagingKept) }
+
+// get returns an aligned buffer of n bytes (at most readPieceBlocksMax
+// blocks): from the free list (given back with put) past 64 KiB, freshly
+// made below.
+func (p *readStagingSet) get(n int) ([]byte, *[]byte) {
 	if n <= 64<<10 {
 		return dev.AlignedBuffer(n), nil
 	}
-	b := readStaging.Get().(*[]byte)
-	return (*b)[:n], b
+	select {
+	case b := <-p.free:
+		return (*b)[:n], b
+	default:
+		b := dev.AlignedBuffer(readPieceBlocksMax * blockSize)
+		return b[:n], &b
+	}
 }
 
-func putReadStaging(b *[]byte) {
-	if b != nil {
-		readStaging.Put(b)
+// put gives back a buffer get returned (nil for one it made below 64 KiB),
+// kept if the free list has room.
+func (p *readStagingSet) put(b *[]byte) {
+	if b == nil {
+		return
+	}
+	select {
+	case p.free <- b:
+	default:
 	}
 }
 
@@ -93,7 +122,7 @@ func (s *Store) readRunsTo(in *inode, runs []blockRun, into func(first, count ui
 	flush := func() error {
 		defer func() {
 			for _, b := range staging {
-				putReadStaging(b)
+				s.readStaging.put(b)
 			}
 			batch, staging, ios, blocks = batch[:0], staging[:0], ios[:0], 0
 		}()
@@ -128,14 +157,14 @@ func (s *Store) readRunsTo(in *inode, runs []blockRun, into func(first, count ui
 			if into != nil {
 				dst = into(r.first, c)
 			} else {
-				dst, st = readStagingBuffer(int(c) * blockSize)
+				dst, st = s.readStaging.get(int(c) * blockSize)
 			}
 			staging = append(staging, st)
 			batch = append(batch, blockRead{first: r.first, count: c, ahead: r.ahead, dst: dst})
 			var err error
 			if ios, err = s.planRead(in, &batch[len(batch)-1], ios); err != nil {
 				for _, b := range staging {
-					putReadStaging(b)
+					s.readStaging.put(b)
 				}
 				return err
 			}

@@ -27,19 +27,21 @@ type Store struct {
 	// ctx is for commits the store starts on its own (to find space).
 	ctx context.Context
 
-	itab      *inodeTable
-	pc        *pageCache
-	wb        wbState
-	nextIno   atomicIno
-	creates   createQueues  // each directory's creates in progress (create_batch.go)
-	putSeq    atomic.Uint64 // Put's temporary names
-	renameMu  sync.RWMutex  // rename: write; fsync's logging: read
-	tlog      *logtree.Log  // the fsync log
-	track     logTrack
-	replay    logtree.Report // what mount's replay did
-	uid, gid  uint32
-	opMeta    uint64 // tree space one namespace operation may need
-	inlineMax int
+	itab        *inodeTable
+	pc          *pageCache
+	wb          wbState
+	wbStaging   wbStagingSet   // writeback's staging buffers (writeback_staging.go)
+	readStaging readStagingSet // large device reads' buffers (read_blocks.go)
+	nextIno     atomicIno
+	creates     createQueues  // each directory's creates in progress (create_batch.go)
+	putSeq      atomic.Uint64 // Put's temporary names
+	renameMu    sync.RWMutex  // rename: write; fsync's logging: read
+	tlog        *logtree.Log  // the fsync log
+	track       logTrack
+	replay      logtree.Report // what mount's replay did
+	uid, gid    uint32
+	opMeta      uint64 // tree space one namespace operation may need
+	inlineMax   int
 
 	orphansFreed int // the orphans mount freed (orphan.go)
 
@@ -110,6 +112,8 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.itab = newInodeTable(s, budget, keptEpochsPerShard(opts.CacheBytes))
 	s.pc = newPageCache(budget)
 	s.wb.init(s, opts.DirtyBytes, opts.DirtyBackgroundBytes)
+	s.wbStaging.init(wbStagingCapacity(opts.DirtyBytes))
+	s.readStaging.init()
 	s.tlog = logtree.New(e)
 	s.tlog.Ablations = opts.Ablations
 	if opts.ReadOnly {

@@ -152,8 +152,8 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 	batches := planBatches(blocks, uint64(s.maxExtentBlocks()))
 	assert.That(len(batches) > 0 && batches[len(batches)-1].last, "store: writeback's batches end with the last")
 	if len(batches) == 1 {
-		exts, staging := prepareBatch(pages, batches[0])
-		defer putStaging(staging)
+		exts, staging := prepareBatch(&s.wbStaging, pages, batches[0])
+		defer s.wbStaging.put(staging)
 		return s.writeBatch(in, exts, batches[0].end(size), size, writes)
 	}
 	return newWBPipeline(s, in, pages, size, len(batches)).run(batches, writes)
@@ -162,27 +162,6 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 // wbPrepareAhead is how many prepared batches may wait for the device
 // behind the one being written.
 const wbPrepareAhead = 1
-
-// wbStaging recycles the staging buffers of writeback batches
-// (wbChunkBytes, aligned): writeback allocates no data memory per batch.
-var wbStaging = sync.Pool{New: func() any {
-	b := dev.AlignedBuffer(wbChunkBytes)
-	return &b
-}}
-
-func getStaging(n uint64) *[]byte {
-	if n > wbChunkBytes {
-		b := dev.AlignedBuffer(int(n))
-		return &b
-	}
-	return wbStaging.Get().(*[]byte)
-}
-
-func putStaging(b *[]byte) {
-	if cap(*b) == wbChunkBytes {
-		wbStaging.Put(b)
-	}
-}
 
 // writeBatch writes and maps one batch (writeExtents), retrying with
 // shorter extents when free space is too fragmented for them.

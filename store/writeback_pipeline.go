@@ -59,15 +59,18 @@ func (b wbBatch) end(size uint64) uint64 {
 	return (r.first + r.count) * blockSize
 }
 
-// prepareBatch copies a batch's pages into a staging buffer and checksums
-// them. The caller puts the staging buffer back once the extents are
-// written.
-func prepareBatch(pages map[uint64]*page, b wbBatch) ([]newExtent, *[]byte) {
+// prepareBatch copies a batch's pages into a staging buffer taken from
+// set (waiting for one while all are taken) and checksums them. The
+// caller gives the buffer back once the extents are written.
+func prepareBatch(set *wbStagingSet, pages map[uint64]*page, b wbBatch) ([]newExtent, *[]byte) {
 	bytes := uint64(0)
 	for _, r := range b.runs {
 		bytes += r.count * blockSize
 	}
-	staging := getStaging(bytes)
+	// planBatches makes a batch longer than a chunk only of one run
+	// longer than one, and a run is at most maxExtentBlocks (1 MiB).
+	assert.That(bytes <= wbChunkBytes, "store: a writeback batch longer than its staging buffer")
+	staging := set.get()
 	exts := make([]newExtent, len(b.runs))
 	at := uint64(0)
 	for i, r := range b.runs {
@@ -158,7 +161,7 @@ func (w *wbPipeline) prepare(batches []wbBatch) {
 		if w.failed.Load() {
 			break
 		}
-		exts, staging := prepareBatch(w.pages, batch)
+		exts, staging := prepareBatch(&w.s.wbStaging, w.pages, batch)
 		w.queue <- wbPrepared{exts, batch.end(w.size), staging, batch}
 	}
 	close(w.queue)
@@ -179,7 +182,7 @@ func (w *wbPipeline) write() {
 				w.mapped <- p.batch.runs
 			}
 		}
-		putStaging(p.staging)
+		w.s.wbStaging.put(p.staging)
 	}
 	close(w.mapped)
 	<-w.released
