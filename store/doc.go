@@ -230,7 +230,10 @@
 //  24. Writeback's staging memory is bounded by the dirty budget: a
 //     batch is copied only into a buffer of the store's wbStagingSet, which
 //     holds wbStagingCapacity(DirtyBytes) buffers of wbChunkBytes (1 to
-//     wbStagingMax), each made at most once and kept across collections;
+//     wbStagingMax), each made at most once and kept across collections
+//     (a batch of at most wbSmallStagingBytes takes a small buffer of its
+//     own instead, one per writeback in flight, so that small fsyncs never
+//     queue behind each other's writebacks);
 //     a buffer is held by one batch at a time, from its prepare until its
 //     device write ends, and a preparer with every buffer held waits. It
 //     waits holding no lock but its inode's wbMu, and the holder of a

@@ -153,7 +153,7 @@ func (s *Store) writeBlocks(in *inode, pages map[uint64]*page, blocks []uint64, 
 	assert.That(len(batches) > 0 && batches[len(batches)-1].last, "store: writeback's batches end with the last")
 	if len(batches) == 1 {
 		exts, staging := prepareBatch(&s.wbStaging, pages, batches[0])
-		defer s.wbStaging.put(staging)
+		defer s.wbStaging.give(staging)
 		return s.writeBatch(in, exts, batches[0].end(size), size, writes)
 	}
 	return newWBPipeline(s, in, pages, size, len(batches)).run(batches, writes)

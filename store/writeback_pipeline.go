@@ -60,8 +60,9 @@ func (b wbBatch) end(size uint64) uint64 {
 }
 
 // prepareBatch copies a batch's pages into a staging buffer taken from
-// set (waiting for one while all are taken) and checksums them. The
-// caller gives the buffer back once the extents are written.
+// set (a small batch's of its own; a larger one waits for one of the set's
+// while all are taken) and checksums them. The caller gives the buffer
+// back once the extents are written.
 func prepareBatch(set *wbStagingSet, pages map[uint64]*page, b wbBatch) ([]newExtent, *[]byte) {
 	bytes := uint64(0)
 	for _, r := range b.runs {
@@ -70,7 +71,7 @@ func prepareBatch(set *wbStagingSet, pages map[uint64]*page, b wbBatch) ([]newEx
 	// planBatches makes a batch longer than a chunk only of one run
 	// longer than one, and a run is at most maxExtentBlocks (1 MiB).
 	assert.That(bytes <= wbChunkBytes, "store: a writeback batch longer than its staging buffer")
-	staging := set.get()
+	staging := set.take(bytes)
 	exts := make([]newExtent, len(b.runs))
 	at := uint64(0)
 	for i, r := range b.runs {
@@ -182,7 +183,7 @@ func (w *wbPipeline) write() {
 				w.mapped <- p.batch.runs
 			}
 		}
-		w.s.wbStaging.put(p.staging)
+		w.s.wbStaging.give(p.staging)
 	}
 	close(w.mapped)
 	<-w.released

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"ustore/dev"
@@ -91,3 +92,36 @@ func (p *wbStagingSet) capacity() int { return cap(p.slots) }
 
 // madeCount is how many buffers the set has made: at most its capacity.
 func (p *wbStagingSet) madeCount() int { return int(p.made.Load()) }
+
+// wbSmallStagingBytes: a batch of at most this many bytes (an fsync's few
+// random 4 KiB writes, say) is staged in a buffer of its own size class,
+// not one of the set's: the set has at most wbStagingMax buffers, and a
+// buffer is held for the batch's device write and its extent and checksum
+// items, so 8 fsyncs writing back 16 KiB each would queue for 3 buffers of
+// 8 MiB — an fsync-randwrite job waiting on another's writeback. Such
+// buffers are one per writeback in flight, 64 KiB each, and a pool's
+// churn after a collection costs 64 KiB, not 8 MiB.
+const wbSmallStagingBytes = 64 << 10
+
+var wbSmallStaging = sync.Pool{New: func() any {
+	b := dev.AlignedBuffer(wbSmallStagingBytes)
+	return &b
+}}
+
+// take returns a staging buffer for a batch of n bytes: a small one for a
+// small batch, else one of the set's (waiting while all are taken).
+func (p *wbStagingSet) take(n uint64) *[]byte {
+	if n <= wbSmallStagingBytes {
+		return wbSmallStaging.Get().(*[]byte)
+	}
+	return p.get()
+}
+
+// give gives back a buffer take returned.
+func (p *wbStagingSet) give(b *[]byte) {
+	if len(*b) == wbSmallStagingBytes {
+		wbSmallStaging.Put(b)
+		return
+	}
+	p.put(b)
+}

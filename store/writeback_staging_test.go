@@ -171,3 +171,31 @@ func TestWritebackStaging_ConcurrentWritebacksProgress(t *testing.T) {
 	}
 	closeCheck(t, s)
 }
+
+// TestWritebackStaging_SmallBatchesTakeNoSetBuffer: batches of at most
+// wbSmallStagingBytes (an fsync's few 4 KiB blocks) do not take the set's
+// buffers, so concurrent small writebacks never wait for each other's:
+// with every buffer of the set taken, a small take still returns.
+func TestWritebackStaging_SmallBatchesTakeNoSetBuffer(t *testing.T) {
+	var set wbStagingSet
+	set.init(1)
+	big := set.take(wbSmallStagingBytes + 1)
+	got := make(chan *[]byte, 1)
+	go func() { got <- set.take(4 * blockSize) }()
+	select {
+	case small := <-got:
+		if len(*small) != wbSmallStagingBytes {
+			t.Fatalf("a small batch's buffer of %d bytes, want %d", len(*small), wbSmallStagingBytes)
+		}
+		set.give(small)
+	case <-time.After(waitLimit):
+		t.Fatal("a small batch waited for the set's only buffer")
+	}
+	if set.madeCount() != 1 {
+		t.Fatalf("the set made %d buffers, want 1", set.madeCount())
+	}
+	set.give(big)
+	if b := set.take(wbChunkBytes); len(*b) != wbChunkBytes {
+		t.Fatalf("a large batch's buffer of %d bytes", len(*b))
+	}
+}
