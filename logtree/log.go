@@ -44,8 +44,8 @@ type Log struct {
 	// lastLogCommit is the log generation of the newest durable log sync.
 	lastLogCommit atomic.Uint64
 
-	// Ablations: of them the log reads LogInsertSearch (writer.go). Set
-	// before use.
+	// Ablations: of them the log reads LogInsertSearch (writer.go) and
+	// LogSyncSerial (sync). Set before use.
 	Ablations journal.Ablations
 
 	stats stats
@@ -252,6 +252,12 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 		if prev := l.inFlightLocked(c.sub, 1); prev != nil && !closed(prev.written) {
 			l.mu.Unlock()
 			<-prev.written
+			l.mu.Lock()
+			continue
+		}
+		if prev := l.inFlightLocked(c.sub, 1); prev != nil && l.Ablations.LogSyncSerial {
+			l.mu.Unlock()
+			<-prev.done // the ablation: one sync at a time
 			l.mu.Lock()
 			continue
 		}
