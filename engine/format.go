@@ -5,16 +5,14 @@ import (
 	"hash/crc32"
 )
 
-// On-disk format version 5 (version 1 had no superblock mirrors; version 2
+// On-disk format version 4 (version 1 had no superblock mirrors; version 2
 // wrote a superblock per log sync, naming the log root; version 3 had no
 // symlinks, XATTR_ITEMs or ORPHAN_ITEMs, which a version 3 binary would
-// misread as damage; version 4 synced the log one sync at a time, and its
-// chain records name no durable sync, so a version 4 binary would take the
-// undurable syncs a version 5 crash leaves for damage). docs/FORMAT.md
+// misread as damage). docs/FORMAT.md
 // draws every layout; the offsets here are its source of truth.
 
 const (
-	FormatVersion = 5
+	FormatVersion = 4
 	// SectorSize is the unit of allocation for data; nodes are NodeSize.
 	SectorSize = 4096
 	// NodeSizeDefault, NodeSizeMin, NodeSizeMax: chosen at mkfs.

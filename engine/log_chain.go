@@ -8,10 +8,9 @@ import (
 	"ustore/journal"
 )
 
-// The log chain (format version 3; the durable field, version 5): how
-// replay finds the newest durable log root without a superblock write per
-// log sync (ZFS's ZIL chains its log blocks the same way: include/sys/zil.h,
-// zil_lwb_write_issue).
+// The log chain (format version 3): how replay finds the newest durable
+// log root without a superblock write per log sync (ZFS's ZIL chains its
+// log blocks the same way: include/sys/zil.h, zil_lwb_write_issue).
 //
 // A commit of transaction G allocates, outside any delta, one block for the
 // log of G+1 — the chain's head — and names it in its superblock with a
@@ -20,11 +19,7 @@ import (
 // nodes, then flushes: two device round trips. Record k names the log root
 // of sync k, and the block record k+1 will go to, allocated now: so the
 // next block's address is durable when record k is, while that block is
-// still unwritten. Sync k+1's batch may go while sync k's flush is in
-// flight (once sync k's writes completed and sync k-1's flush returned):
-// so record k+1 may be durable while sync k is not, and record k+1 names
-// the newest sync whose flush had returned when it was written (k-1 or k)
-// — the newest one acknowledged.
+// still unwritten.
 //
 // Replay reads from the head: record k must carry the chain id, the
 // transaction G+1, sequence k, its own bytenr and a valid checksum, and
@@ -33,12 +28,11 @@ import (
 // content — fails one of those checks. Record k also carries a digest of
 // the log nodes its sync wrote that its root reaches (their bytenrs and
 // checksums, in tree order), which replay recomputes: a record durable
-// over nodes that are not is rejected, and replay falls back through the
-// records before it, at most to the one the newest record names durable,
-// whose tree stays intact until the syncs after it have flushed (their
-// CoW'd blocks are released only then). That one failing is damage, not a
-// power cut. The logged data is verified against its logged checksums for
-// the same reason (logtree.Replay): it sat unflushed beside the record.
+// over nodes that are not is rejected, and replay falls back to record
+// k-1, whose tree was durable before sync k began and stays intact until
+// sync k's flush has returned (its CoW'd blocks are released only then).
+// The logged data is verified against its logged checksums for the same
+// reason (logtree.Replay): it sat unflushed beside the record.
 //
 // Record, one 4096-byte block at the start of a node-sized block:
 //
@@ -46,7 +40,7 @@ import (
 //	  0    4 crc32c of bytes [8, 4096)
 //	  8   16 fsid
 //	 24    8 bytenr of this block
-//	 32    8 magic "_USTLOG5"
+//	 32    8 magic "_USTLOG3"
 //	 40    8 chain id (the superblock's)
 //	 48    8 transaction whose log this is (superblock generation + 1)
 //	 56    8 sequence, from 1
@@ -56,10 +50,7 @@ import (
 //	104    8 bytenr of the next record's block
 //	112    4 digest: crc32c over (bytenr u64, checksum u32) of each log node
 //	         of generation above the previous record's, in tree order
-//	116    4 zero
-//	120    8 durable: log generation of the newest sync of this chain whose
-//	         flush had returned when this record was written (0: none)
-//	128 3968 zero
+//	116 3980 zero
 const (
 	chainCsum    = 0
 	chainFsid    = 8
@@ -73,11 +64,10 @@ const (
 	chainPrevGen = 96
 	chainNext    = 104
 	chainDigest  = 112
-	chainDurable = 120
 	chainSize    = SectorSize
 )
 
-var chainMagic = [8]byte{'_', 'U', 'S', 'T', 'L', 'O', 'G', '5'}
+var chainMagic = [8]byte{'_', 'U', 'S', 'T', 'L', 'O', 'G', '3'}
 
 // chainRecord is one log sync's record.
 type chainRecord struct {
@@ -88,7 +78,6 @@ type chainRecord struct {
 	root    rootRef
 	gen     LogGen
 	prevGen LogGen
-	durable LogGen // the newest sync acknowledged when it was written
 	next    Bytenr
 	digest  uint32
 }
@@ -106,7 +95,6 @@ func (r *chainRecord) encode(fsid [16]byte) []byte {
 	le.PutUint64(b[chainPrevGen:], uint64(r.prevGen))
 	le.PutUint64(b[chainNext:], uint64(r.next))
 	le.PutUint32(b[chainDigest:], r.digest)
-	le.PutUint64(b[chainDurable:], uint64(r.durable))
 	le.PutUint32(b[chainCsum:], crc32c(b[chainFsid:chainSize]))
 	return b
 }
@@ -132,7 +120,7 @@ func (e *Engine) decodeChainRecord(b []byte, want chainExpect) (chainRecord, err
 		transid: journal.Transid(le.Uint64(b[chainTransid:])), seq: le.Uint64(b[chainSeq:]),
 		root: getRootRef(b[chainRoot:]), gen: LogGen(le.Uint64(b[chainGen:])),
 		prevGen: LogGen(le.Uint64(b[chainPrevGen:])), next: Bytenr(le.Uint64(b[chainNext:])),
-		digest: le.Uint32(b[chainDigest:]), durable: LogGen(le.Uint64(b[chainDurable:])),
+		digest: le.Uint32(b[chainDigest:]),
 	}
 	switch {
 	case !bytes.Equal(b[chainMagicAt:chainMagicAt+8], chainMagic[:]) || !bytes.Equal(b[chainFsid:chainFsid+16], e.fsid[:]):
@@ -145,8 +133,6 @@ func (e *Engine) decodeChainRecord(b []byte, want chainExpect) (chainRecord, err
 		return r, fmt.Errorf("sequence %d after log generation %s, not %d after %s", r.seq, r.prevGen, want.seq, want.prevGen)
 	case r.gen.Transid() != want.transid || r.gen <= r.prevGen || r.root.generation > r.gen.Generation():
 		return r, fmt.Errorf("log generation %s, root generation %d", r.gen, r.root.generation)
-	case r.durable > r.prevGen || r.durable != 0 && r.durable.Transid() != want.transid:
-		return r, fmt.Errorf("log generation %s names %s durable, after %s", r.gen, r.durable, r.prevGen)
 	case !e.chainBlockOK(r.next) || r.next == r.bytenr:
 		return r, fmt.Errorf("next record at %d", r.next)
 	case r.root.bytenr < firstAllocatable || r.root.bytenr%SectorSize != 0 ||

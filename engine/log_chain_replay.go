@@ -15,12 +15,6 @@ import (
 // transaction has at most LogSubMax of them.
 const logChainMax = LogSubMax + 1
 
-// LogReplayWindow is how many of the chain's newest records replay may
-// fall back through: at most two log syncs are undurable at once (the one
-// flushing and the one writing beside it), so the newest record names as
-// durable a sync at most two records back.
-const LogReplayWindow = 3
-
 // newLogChain allocates the head of transaction tid's log chain and its
 // id, for the superblock of tid-1's commit (e.commitMu held). No block
 // (a full device) gives no chain: tid's fsyncs commit instead.
@@ -74,19 +68,14 @@ func (e *Engine) claimLogChainHead() error {
 }
 
 // LogCandidate is a log tree that replay may apply: one the chain's newest
-// record names, or one of the records before it, back to the one the
-// newest names durable.
+// record names, or the one before.
 type LogCandidate struct {
-	Tree *Tree
-	Gen  LogGen // the log generation of the sync that wrote it
-	Seq  uint64 // its record's sequence
-	// Durable: its sync's flush had returned (it was acknowledged) when
-	// the newest record was written. Such a log failing to verify is
-	// damage, not a power cut.
-	Durable bool
-	rec     chainRecord
-	chain   []Bytenr // the chain's blocks up to and including this record's, head excluded
-	blocks  []Bytenr // the tree's nodes, once CheckLog has read them
+	Tree   *Tree
+	Gen    LogGen // the log generation of the sync that wrote it
+	Seq    uint64 // its record's sequence
+	rec    chainRecord
+	chain  []Bytenr // the chain's blocks up to and including this record's, head excluded
+	blocks []Bytenr // the tree's nodes, once CheckLog has read them
 }
 
 // chainHead is what the first record of the chain the mounted superblock
@@ -97,16 +86,11 @@ func (e *Engine) chainHead() chainExpect {
 }
 
 // ReplayLog walks the log chain the mounted superblock names and returns
-// what replay may apply, newest first: the newest record's log, then each
-// before it back to the one the newest record names durable (none to
-// LogReplayWindow). A sync's writes may go while the sync ahead of it
-// flushes, never before the one ahead of that has flushed (SyncLogWrite):
-// so the newest two may be syncs that never completed (their records
-// durable, some of their nodes or data not), and the one named durable
-// was acknowledged, its blocks intact until the syncs after it had
-// flushed. An error is a failed read, or a newest record naming as durable
-// a sync that is not among the records before it: where the log ends, or
-// what was acknowledged, is unknown.
+// what replay may apply: the newest record's log, then the one before it
+// (none, one or two). The newest may be a sync that never completed (its
+// record durable, some of its nodes or data not); the one before was
+// durable before that sync began, and its blocks intact until that sync
+// had flushed. An error is a failed read: where the chain ends is unknown.
 func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 	if e.sb.LogChain == 0 {
 		return nil, nil
@@ -126,24 +110,13 @@ func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 		recs = append(recs, r)
 		want = chainExpect{bytenr: r.next, id: r.id, transid: r.transid, seq: r.seq + 1, prevGen: r.gen}
 	}
-	if len(recs) == 0 {
-		return nil, nil
-	}
-	durable := recs[len(recs)-1].durable
 	var cands []*LogCandidate
-	for i := len(recs) - 1; i >= 0 && len(cands) < LogReplayWindow; i-- {
-		c := &LogCandidate{Gen: recs[i].gen, Seq: recs[i].seq, rec: recs[i], Durable: recs[i].gen == durable}
+	for i := len(recs) - 1; i >= 0 && i >= len(recs)-2; i-- {
+		c := &LogCandidate{Gen: recs[i].gen, Seq: recs[i].seq, rec: recs[i]}
 		for _, r := range recs[1 : i+1] {
 			c.chain = append(c.chain, r.bytenr)
 		}
 		cands = append(cands, c)
-		if c.Durable {
-			return cands, nil
-		}
-	}
-	if durable != 0 || len(recs) > LogReplayWindow {
-		return cands, fmt.Errorf("%w: log chain record %d names log sync %s durable, which is not among the %d records before it",
-			ErrCorruption, recs[len(recs)-1].seq, durable, LogReplayWindow-1)
 	}
 	return cands, nil
 }

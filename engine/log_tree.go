@@ -76,10 +76,6 @@ type logState struct {
 	chainSeq  uint64
 	chainPrev LogGen
 	chain     []Bytenr
-	// durable is the log generation of the newest sync whose flush
-	// returned: each record names it, so that replay knows which sync
-	// was acknowledged before the record was written.
-	durable LogGen
 }
 
 type pendingBlock struct {
@@ -194,46 +190,22 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 }
 
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
-// every earlier one: SyncLogWrite, then the flight's Flush. It returns the
-// number of nodes written.
+// every earlier one: the log nodes not yet written and the log chain's next
+// record naming the log root (in one batch of large writes), then one
+// flush — two device round trips, no superblock (log_chain.go). The caller
+// holds a handle of tid (so tid cannot commit meanwhile) and serialises
+// syncs of one transaction (the log transaction protocol does). It waits
+// for tid-1 to be durable first: the log records changes on top of tid-1,
+// and replay applies it to the newest committed state; and tid-1's commit
+// named the chain's head. It returns the number of nodes written. An error
+// wrapping ErrLogFull (no chain, or no block for its next record) changes
+// nothing: the fsyncs commit instead.
 func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (int, error) {
-	f, err := e.SyncLogWrite(ctx, tid, sub)
-	if err != nil {
+	if err := e.failure(); err != nil {
 		return 0, err
 	}
-	return f.Flush()
-}
-
-// LogFlight is a log sync whose writes have completed and whose flush has
-// not: SyncLogWrite returns it, Flush ends it.
-type LogFlight struct {
-	e     *Engine
-	st    *logState
-	gen   LogGen
-	nodes int
-	start time.Time
-}
-
-// SyncLogWrite writes log sub-transaction sub of transaction tid: the log
-// nodes not yet written and the log chain's next record naming the log
-// root, in one batch of large writes (log_chain.go). When it returns the
-// writes have completed, none is flushed: the flight's Flush makes them
-// durable. The caller holds a handle of tid (so tid cannot commit
-// meanwhile) and runs the writes of one transaction's syncs one at a time,
-// in order; the next sync's writes may go while this one's flush is in
-// flight, but not before the sync ahead of this one has flushed (at most
-// two syncs undurable, which replay's window of three records covers:
-// ReplayLog). It waits for tid-1 to be durable first: the log records
-// changes on top of tid-1, and replay applies it to the newest committed
-// state; and tid-1's commit named the chain's head. An error wrapping
-// ErrLogFull (no chain, or no block for its next record) changes nothing:
-// the fsyncs commit instead.
-func (e *Engine) SyncLogWrite(ctx context.Context, tid journal.Transid, sub uint64) (*LogFlight, error) {
-	if err := e.failure(); err != nil {
-		return nil, err
-	}
 	if err := e.WaitCommitted(ctx, tid-1); err != nil {
-		return nil, err
+		return 0, err
 	}
 	gen := MakeLogGen(tid, sub)
 	e.logMu.Lock()
@@ -244,19 +216,19 @@ func (e *Engine) SyncLogWrite(ctx context.Context, tid journal.Transid, sub uint
 	}
 	e.logMu.Unlock()
 	if st == nil || !st.live {
-		return nil, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
+		return 0, fmt.Errorf("engine: SyncLog: transaction %d has no log", tid)
 	}
 	if at == 0 {
-		return nil, fmt.Errorf("%w: transaction %d has no log chain", ErrLogFull, tid)
+		return 0, fmt.Errorf("%w: transaction %d has no log chain", ErrLogFull, tid)
 	}
 	ns := uint64(e.geo.nodeSize)
 	next, err := e.alloc.allocLog(ns, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no block for the log chain: %w", ErrLogFull, err)
+		return 0, fmt.Errorf("%w: no block for the log chain: %w", ErrLogFull, err)
 	}
 	e.logMu.Lock()
 	st.chain = append(st.chain, next)
-	prev, seq, durable := st.chainPrev, st.chainSeq+1, st.durable
+	prev, seq := st.chainPrev, st.chainSeq+1
 	gens := e.takeLogGensLocked(st, gen)
 	e.logMu.Unlock()
 	nodes := e.takeLogDirty(gens)
@@ -264,65 +236,41 @@ func (e *Engine) SyncLogWrite(ctx context.Context, tid journal.Transid, sub uint
 	r := st.tree.rootAt(gen.Generation())
 	digest, err := e.logDigest(st.tree, r, prev.Generation())
 	if err != nil {
-		return nil, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
+		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
 	rec := chainRecord{bytenr: at, id: st.chainID, transid: tid, seq: seq,
 		root: rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()},
-		gen:  gen, prevGen: prev, durable: durable, next: next, digest: digest}
-	f := &LogFlight{e: e, st: st, gen: gen, nodes: len(nodes), start: time.Now()}
-	trace.PhaseBegin(uint64(gen), trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF; Flush ends it
+		gen:  gen, prevGen: prev, next: next, digest: digest}
+	start := time.Now()
+	trace.PhaseBegin(uint64(gen), trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
+	defer trace.PhaseEnd(uint64(gen), trace.PhaseLogSync)
 
 	e.commitMu.Lock()
 	onTop := e.sb.Generation == tid-1
 	e.commitMu.Unlock()
 	if !onTop {
-		trace.PhaseEnd(uint64(gen), trace.PhaseLogSync)
-		return nil, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.CommittedGeneration()))
+		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.CommittedGeneration()))
 	}
 	ios := append(e.nodeWrites(nodes), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid)})
-	e.stats.logSyncRoundTrips.Add(1)
-	if err := e.dev.Write(ios); err != nil {
-		trace.PhaseEnd(uint64(gen), trace.PhaseLogSync)
-		return nil, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
+	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
+	if err := e.dev.WriteDurable(ios); err != nil {
+		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
-	// Written, not durable: the next sync may CoW these nodes (their
-	// generation is not its own) and name this record as its previous.
 	markWritten(nodes)
 	e.logMu.Lock()
 	st.chainNext, st.chainSeq, st.chainPrev = next, seq, gen
 	e.logMu.Unlock()
-	return f, nil
-}
-
-// Gen is the log generation the flight syncs.
-func (f *LogFlight) Gen() LogGen { return f.gen }
-
-// Flush makes the flight's writes durable (one device flush, which also
-// covers every write completed before it), then releases the log blocks its
-// durable record made unreachable. It returns the number of nodes the
-// sync wrote. The caller calls it once, after the flush of the sync ahead
-// returned: blocks are released in sync order.
-func (f *LogFlight) Flush() (int, error) {
-	e := f.e
-	defer trace.PhaseEnd(uint64(f.gen), trace.PhaseLogSync)
-	e.stats.logSyncRoundTrips.Add(1)
-	if err := e.dev.Flush(); err != nil {
-		return 0, e.fail(fmt.Errorf("engine: log sync %s: flush: %w", f.gen, err))
-	}
-	e.logMu.Lock()
-	f.st.durable = max(f.st.durable, f.gen)
-	e.logMu.Unlock()
-	free, grown := e.retireLogBlocks(f.st, f.gen)
+	free, grown := e.retireLogBlocks(st, gen)
 	e.releaseLogBlocks(free)
-	if grown > 0 && e.j != nil && e.j.Running() == f.gen.Transid() {
+	if grown > 0 && e.j != nil && e.j.Running() == tid {
 		// Only the log's growth past what was counted: the blocks each
 		// sync CoWs and frees again are churn, not size.
 		e.j.AddDirty(grown)
 	}
 	e.stats.logSyncs.Add(1)
-	e.stats.nodesWritten.Add(uint64(f.nodes))
-	e.log.Debug("engine: log synced", "log_gen", f.gen, "nodes", f.nodes, "took", time.Since(f.start))
-	return f.nodes, nil
+	e.stats.nodesWritten.Add(uint64(len(nodes)))
+	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "seq", seq, "took", time.Since(start))
+	return len(nodes), nil
 }
 
 // takeLogGensLocked takes from st the log generations up to gen whose

@@ -65,12 +65,6 @@ type Ablations struct {
 	// slow inode eviction and fs unmount" (store/page_cache.go; ustore
 	// serve --ablate-teardown-per-range; bench/unmount.sh).
 	TeardownPerRange bool
-	// LogSyncSerial makes each log sync wait for the sync ahead of it to
-	// be durable before it writes, as before format version 5, instead of
-	// writing its batch beside that sync's flush (logtree/log.go; ustore
-	// serve --ablate-log-sync-overlap). The crash rules are the overlapped
-	// ones either way: serial syncs are one of their orders.
-	LogSyncSerial bool
 }
 
 // resolve checks o and fills in its defaults.

@@ -125,15 +125,9 @@
 //     engine's log trees does the rest). A context joins only a
 //     sub-transaction whose sync has not begun. (Log.Join, Ctx.Done,
 //     Log.sync)
-//  2. Syncs run in sub-transaction order, their writes one at a time: a
-//     sync writes the nodes of every earlier unsynced sub-transaction with
-//     its own, once the sync ahead of it has written (its chain record
-//     follows that one's) and the one ahead of that is durable, so at most
-//     two syncs are undurable at once — the one flushing and the one
-//     writing beside it — which replay's window of three records covers.
-//     Flushes, and acknowledgements, go in order: a sync flushes once the
-//     sync ahead of it is durable. (Log.sync, engine.SyncLogWrite;
-//     TestLog_Sync_OverlapsTheFlushAhead)
+//  2. Syncs run one at a time, in sub-transaction order: a sync writes the
+//     nodes of every earlier unsynced sub-transaction with its own, and
+//     its chain record may name nodes an earlier sync wrote. (Log.sync)
 //  3. lastLogCommit only grows; it is written only by a committer, after
 //     its log sync (nodes, chain record, flush) is durable, and read without the mutex (the 2021
 //     btrfs fsync patch; TestLog_LastLogCommit_TakesNoLock). A context
@@ -144,11 +138,10 @@
 //     another context's sync. A poisoned log is never synced, and every
 //     later fsync of that transaction commits. (Log.sync)
 //  5. Replay reads and verifies the whole log before it changes anything —
-//     the log of the chain's newest record, or of an older one (at most
-//     back to the sync the newest record names durable) when the newer
-//     syncs did not complete (their nodes, digest or logged data do not
-//     verify); a durable log that does not verify is damage, reported and
-//     not applied at all. (Replay; engine/log_chain.go)
+//     the log of the chain's newest record, or of the one before it when
+//     the newest sync did not complete (its nodes, digest or logged data do
+//     not verify); a damaged log is reported and not applied at all.
+//     (Replay; engine/log_chain.go)
 //
 // # The fsync path
 //

@@ -32,44 +32,27 @@ type Log struct {
 	logTransid uint64
 	// logWriters counts contexts of logTransid still logging.
 	logWriters int
-	// logCommit[sub%syncSlots] is the sync of sub in flight, if any: at
-	// most two are (one flushing, the next writing beside it), and the
-	// third slot is the sub-transaction contexts join.
-	logCommit [syncSlots]*syncResult
-	// logCtxs[sub%syncSlots] are the contexts that joined sub.
-	logCtxs [syncSlots][]*Ctx
+	// logCommit[sub%2] is the sync of sub in flight, if any.
+	logCommit [2]*syncResult
+	// logCtxs[sub%2] are the contexts that joined sub.
+	logCtxs [2][]*Ctx
 	// forceCommit is a transaction whose log is poisoned.
 	forceCommit journal.Transid
 
 	// lastLogCommit is the log generation of the newest durable log sync.
 	lastLogCommit atomic.Uint64
 
-	// Ablations: of them the log reads LogInsertSearch (writer.go) and
-	// LogSyncSerial (sync). Set before use.
+	// Ablations: of them the log reads LogInsertSearch (writer.go). Set
+	// before use.
 	Ablations journal.Ablations
 
 	stats stats
 }
 
-// syncSlots: the sub-transaction being joined and the two syncs that may
-// be in flight behind it.
-const syncSlots = 3
-
 // syncResult is one sync's outcome, for everyone who waits on it.
 type syncResult struct {
-	written chan struct{} // closed once its writes completed (or failed)
-	done    chan struct{} // closed once it is durable (or failed); err set
-	err     error
-}
-
-// closed reports whether ch is closed, without waiting.
-func closed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
+	done chan struct{}
+	err  error
 }
 
 // Ctx is one fsync's part in a log transaction (btrfs: btrfs_log_ctx).
@@ -137,8 +120,8 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 		l.tid = tr.ID()
 		l.logTransid = 1
 		l.logWriters = 0
-		l.logCommit = [syncSlots]*syncResult{}
-		l.logCtxs = [syncSlots][]*Ctx{}
+		l.logCommit = [2]*syncResult{}
+		l.logCtxs = [2][]*Ctx{}
 	}
 	if l.forceCommit == l.tid {
 		l.mu.Unlock()
@@ -147,12 +130,12 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 	// The pair of the committer's check (invariant 1): the
 	// sub-transaction a context joins has no sync begun, so what it logs
 	// goes out with that sub-transaction's sync.
-	if l.logCommit[l.logTransid%syncSlots] != nil {
+	if l.logCommit[l.logTransid%2] != nil {
 		assert.Failf("logtree: a context joins sub-transaction %d of transaction %d while its sync is in flight (invariant 1)", l.logTransid, l.tid)
 	}
 	c := &Ctx{l: l, tid: l.tid, sub: l.logTransid}
 	l.logWriters++
-	l.logCtxs[c.sub%syncSlots] = append(l.logCtxs[c.sub%syncSlots], c)
+	l.logCtxs[c.sub%2] = append(l.logCtxs[c.sub%2], c)
 	l.mu.Unlock()
 	lt, err := l.e.LogTrans(tr, c.sub)
 	if err != nil {
@@ -213,7 +196,7 @@ func (l *Log) Sync(ctx context.Context, c *Ctx) error {
 func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	c.Done()
 	l.mu.Lock()
-	idx := c.sub % syncSlots
+	idx := c.sub % 2
 	for {
 		if l.tid != c.tid {
 			// The transaction committed (its log with it) while we waited.
@@ -244,26 +227,11 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 			}
 			return ErrLogForceCommit
 		}
-		// We commit c.sub. Our writes wait for the writes of the sync
-		// ahead (our chain record follows its record, and we CoW what it
-		// wrote), and for the sync ahead of that to be durable: at most
-		// two syncs are undurable at once, which replay's window covers
-		// (invariant 2).
-		if prev := l.inFlightLocked(c.sub, 1); prev != nil && !closed(prev.written) {
+		// We commit c.sub: wait for the previous sync (it wrote nodes our
+		// chain record may name) and for our writers.
+		if prev := l.logCommit[(c.sub+1)%2]; prev != nil {
 			l.mu.Unlock()
-			<-prev.written
-			l.mu.Lock()
-			continue
-		}
-		if prev := l.inFlightLocked(c.sub, 1); prev != nil && l.Ablations.LogSyncSerial {
-			l.mu.Unlock()
-			<-prev.done // the ablation: one sync at a time
-			l.mu.Lock()
-			continue
-		}
-		if prev2 := l.inFlightLocked(c.sub, 2); prev2 != nil {
-			l.mu.Unlock()
-			<-prev2.done
+			<-prev.done
 			l.mu.Lock()
 			continue
 		}
@@ -274,46 +242,29 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 		}
 		break
 	}
-	// The committer of c.sub: its writers are all done (1), the sync ahead
-	// has written and the one ahead of that is durable (2), and the log is
-	// not poisoned (4).
+	// The committer of c.sub: its writers are all done (1), no other sync
+	// is in flight (2), and the log is not poisoned (4).
 	assert.That(l.logWriters == 0 && c.sub == l.logTransid, "logtree: a sync begins with no writer, on the current sub-transaction (invariant 1)")
-	assert.That(l.logCommit[idx] == nil && l.logCommit[(c.sub+1)%syncSlots] == nil, "logtree: at most two syncs in flight (invariant 2)")
+	assert.That(l.logCommit[idx] == nil && l.logCommit[(c.sub+1)%2] == nil, "logtree: one sync at a time (invariant 2)")
 	assert.That(l.forceCommit != c.tid, "logtree: a poisoned log is never synced (invariant 4)")
-	r := &syncResult{written: make(chan struct{}), done: make(chan struct{})}
+	r := &syncResult{done: make(chan struct{})}
 	l.logCommit[idx] = r
 	ctxs := l.logCtxs[idx]
 	l.logCtxs[idx] = nil
-	prev := l.inFlightLocked(c.sub, 1) // flushing, if not durable yet
 	l.logTransid++
 	l.logWriters = 0
 	l.mu.Unlock()
 
-	f, err := l.e.SyncLogWrite(context.WithoutCancel(ctx), c.tid, c.sub)
-	close(r.written)
-	if prev != nil {
-		// Flushes in sync order: a sync's flush releases the blocks its
-		// record made unreachable, and lastLogCommit grows one sync at
-		// a time. A sync ahead that failed made the engine fail (Flush
-		// then fails), or changed nothing (ErrLogFull): our batch holds
-		// its nodes too.
-		<-prev.done
-	}
+	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub)
 	if err == nil {
-		_, err = f.Flush()
-	}
-	if err == nil {
-		// No logMutex: only committers write it, in sub-transaction
-		// order (2, 3).
+		// No logMutex: only committers write it, one at a time, in
+		// sub-transaction order (2, 3).
 		assert.That(c.Generation() > l.LastLogCommit(), "logtree: lastLogCommit only grows (invariant 3)")
 		l.lastLogCommit.Store(uint64(c.Generation()))
 	}
 	c.role, c.batch = roleCommitter, len(ctxs)
 	l.stats.syncs.Add(1)
 	l.stats.contexts.Add(uint64(len(ctxs)))
-	if prev != nil {
-		l.stats.overlapped.Add(1)
-	}
 	r.err = err
 	close(r.done)
 	l.mu.Lock()
@@ -323,20 +274,4 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	return err
-}
-
-// inFlightLocked returns the sync of sub-transaction sub-back if it is in
-// flight, clearing its slot if it is done (its committer clears it too,
-// once it has the mutex back); l.mu held.
-func (l *Log) inFlightLocked(sub, back uint64) *syncResult {
-	if sub <= back {
-		return nil // sub-transactions count from 1
-	}
-	i := (sub - back) % syncSlots
-	r := l.logCommit[i]
-	if r != nil && closed(r.done) {
-		l.logCommit[i] = nil
-		return nil
-	}
-	return r
 }

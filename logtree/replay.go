@@ -78,16 +78,14 @@ type csumRun struct {
 
 // Replay applies the log the mounted superblock's log chain holds, if
 // any, and commits: the commit's superblock names a new chain. Of the
-// chain's newest records (engine.ReplayLog: the newest, back to the one it
-// names durable, at most three), newest first, it applies the first whose
-// log reads whole — every node verified, the record's digest of them
-// matching — and whose logged data matches its logged checksums: a
-// record's sync may not have completed (its record, nodes and data go out
-// in one batch before one flush, and the next sync's batch may go while
-// that flush is in flight), unless the newest record names it durable. If
-// every record fails and none was durable, no log sync of the transaction
-// was acknowledged: nothing is applied, and nothing is lost. If the one
-// named durable fails, the log is damaged: that is reported in the Report
+// chain's newest record and the one before it (engine.ReplayLog), it
+// applies the first whose log reads whole — every node verified, the
+// record's digest of them matching — and whose logged data matches its
+// logged checksums: the newest record's sync may not have completed (its
+// record, nodes and data went out in one batch before one flush), the one
+// before it had. If the newest fails and there is none before it, no log
+// sync of the transaction completed: nothing is applied, and nothing is
+// lost. If both fail, the log is damaged: that is reported in the Report
 // (Lost) and the store stays at its last commit. An error means the log
 // could not be applied and nothing was committed.
 func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logger) (Report, error) {
@@ -106,7 +104,7 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 	}
 	var items *logItems
 	var chosen *engine.LogCandidate
-	for _, c := range cands {
+	for i, c := range cands {
 		if err != nil {
 			break
 		}
@@ -120,10 +118,10 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 		switch {
 		case cerr == nil:
 			chosen = c
-		case !c.Durable:
-			// This record's sync did not complete (it was never
-			// acknowledged); an older one may have.
-			log.Info("logtree: a log sync did not complete; it was never acknowledged",
+		case i == 0:
+			// The newest record's sync did not complete; the one
+			// before it (if any) did.
+			log.Info("logtree: the newest log sync did not complete; it was never acknowledged",
 				"log_generation", c.Gen, "seq", c.Seq, "why", cerr)
 			items = nil
 			continue
@@ -142,8 +140,8 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 		return rep, cerr
 	}
 	if chosen == nil {
-		// No record's sync completed, and none was acknowledged: no
-		// fsync of the log was. The commit starts a new chain.
+		// Only one record, whose sync did not complete: no fsync of the
+		// log was acknowledged. The commit starts a new chain.
 		tr.End()
 		_, cerr := e.Commit(ctx)
 		rep.Took = time.Since(start)

@@ -3,8 +3,8 @@ package logtree
 import "sync/atomic"
 
 type stats struct {
-	syncs, contexts, writerWaits, poisoned, overlapped atomic.Uint64
-	inPlace, inPlaceParentLocked, inserted             atomic.Uint64
+	syncs, contexts, writerWaits, poisoned atomic.Uint64
+	inPlace, inPlaceParentLocked, inserted atomic.Uint64
 }
 
 // Stats are the log's counters since mount.
@@ -14,9 +14,6 @@ type Stats struct {
 	Syncs, Contexts uint64
 	// WriterWaits: a committer waited for a context still logging.
 	WriterWaits uint64
-	// Overlapped: syncs whose writes went while the sync ahead of them
-	// was still flushing.
-	Overlapped uint64
 	// Poisoned: a failure while logging made a transaction's log fall back
 	// to commits.
 	Poisoned uint64
@@ -32,7 +29,7 @@ type Stats struct {
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	s := &l.stats
-	return Stats{Syncs: s.syncs.Load(), Contexts: s.contexts.Load(), WriterWaits: s.writerWaits.Load(), Overlapped: s.overlapped.Load(),
+	return Stats{Syncs: s.syncs.Load(), Contexts: s.contexts.Load(), WriterWaits: s.writerWaits.Load(),
 		Poisoned: s.poisoned.Load(), InPlace: s.inPlace.Load(),
 		InPlaceParentLocked: s.inPlaceParentLocked.Load(), Inserted: s.inserted.Load()}
 }

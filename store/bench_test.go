@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
-	"time"
 )
 
 // BenchmarkStore_FsyncCommitted is fsync of a file whose last change is
@@ -202,82 +200,4 @@ func TestStore_WritebackBatches(t *testing.T) {
 		t.Fatalf("dirty bytes after remount: %d", st.DirtyBytes)
 	}
 	closeCheck(t, s)
-}
-
-// BenchmarkStore_FsyncParallel_SlowFlush is fsync-randwrite in process on
-// a device whose flush takes 1 ms (memdev.SetFlushDelay: a disk whose
-// cache flush is slow, where the device bounds the log, not the CPU): 8
-// goroutines, each with its own 4 MiB file, 4 random 4 KiB writes then an
-// fsync, for b.N fsyncs each; serial=true is the ablation
-// (Ablations.LogSyncSerial: a log sync waits for the one ahead of it to be
-// durable). It reports fsyncs/s, the group-commit batch and the share of
-// log syncs whose batch went beside the flush ahead.
-func BenchmarkStore_FsyncParallel_SlowFlush(b *testing.B) {
-	for _, serial := range []bool{false, true} {
-		name := "overlapped"
-		if serial {
-			name = "serial"
-		}
-		b.Run(name, func(b *testing.B) {
-			const jobs, fileSize = 8, 4 << 20
-			d := newTestDevice(b, 256<<20)
-			opts := crashOptions()
-			opts.Ablations.LogSyncSerial = serial
-			s := openTest(b, d, opts)
-			defer closeCheck(b, s)
-			ctx := context.Background()
-			inos := make([]Ino, jobs)
-			for i := range inos {
-				a, err := s.Create(RootIno, "f"+string(rune('a'+i)), 0o644)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.Write(a.Ino, 0, make([]byte, fileSize)); err != nil {
-					b.Fatal(err)
-				}
-				inos[i] = a.Ino
-			}
-			if err := s.Sync(ctx); err != nil {
-				b.Fatal(err)
-			}
-			d.SetFlushDelay(time.Millisecond)
-			defer d.SetFlushDelay(0)
-			before := s.Stats().Log
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			errs := make(chan error, jobs)
-			for i, ino := range inos {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rng := rand.New(rand.NewPCG(uint64(i), 7))
-					buf := make([]byte, blockSize)
-					for range b.N {
-						for range 4 {
-							if _, err := s.Write(ino, uint64(rng.IntN(fileSize/blockSize))*blockSize, buf); err != nil {
-								errs <- err
-								return
-							}
-						}
-						if err := s.Fsync(ctx, ino, false); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			st := s.Stats().Log
-			syncs, ctxs := st.Syncs-before.Syncs, st.Contexts-before.Contexts
-			b.ReportMetric(float64(jobs*b.N)/b.Elapsed().Seconds(), "fsyncs/s")
-			b.ReportMetric(float64(ctxs)/float64(max(syncs, 1)), "batch")
-			b.ReportMetric(float64(st.Overlapped-before.Overlapped)/float64(max(syncs, 1)), "overlapped/sync")
-			b.ReportMetric(0, "ns/op")
-		})
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"testing"
-	"time"
 
 	"ustore/dev"
 	"ustore/dev/memdev"
@@ -57,12 +56,9 @@ func TestLogChain_Crash_DataLost(t *testing.T) {
 				}
 			}
 			write(9)
-			hData := d.HoldNext(memdev.HoldWrite) // the fsync's data write
+			h := d.HoldNext(memdev.HoldWriteDurable) // the log sync, after the data write
 			done := make(chan error, 1)
 			go func() { done <- s.Fsync(ctx, a.Ino, false) }()
-			<-hData.Held()
-			h := d.HoldNext(memdev.HoldWrite) // the log sync's writes, after the data write
-			hData.Release()
 			<-h.Held()
 			dataSeq := d.Seq()
 			h.Release()
@@ -341,151 +337,4 @@ func TestLogChain_NoChain_FsyncCommits(t *testing.T) {
 		t.Fatalf("f: present %v, %d bytes; want what its last fsync logged", ok, len(got))
 	}
 	closeCheck(t, s3)
-}
-
-// TestLogChain_Crash_OverlappedSyncs: a log sync's batch goes while the
-// sync ahead of it is flushing (logtree invariant 2), so a power cut can
-// leave two syncs undurable, each record on the medium with its nodes
-// lost. Sync 1 (f1 = v1) is durable; sync 2 (f1 = v2) has written and its
-// flush is held; sync 3 (f2 = w) writes beside that flush, and the cut
-// comes before either flush. Replay falls back through the undurable
-// records to the newest whose log is whole — back to sync 1, which the
-// newest record names durable: as far back as that and no further. A
-// replay that looked only one record back would report the log damaged
-// and lose sync 1's acknowledged fsync; one that ignored the durable sync
-// named by the newest record would not see sync 1's log damaged.
-func TestLogChain_Crash_OverlappedSyncs(t *testing.T) {
-	for _, tc := range []struct {
-		name                   string
-		lose2, lose3           bool // the log node writes (not the record) of sync 2, of sync 3
-		damage1                bool // a byte of sync 1's log root flipped after the cut (rot)
-		wantF1V2, wantF2, lost bool
-	}{
-		{name: "kept", wantF1V2: true, wantF2: true},
-		{name: "newest-nodes-lost", lose3: true, wantF1V2: true},
-		{name: "both-nodes-lost", lose2: true, lose3: true},
-		{name: "durable-damaged", lose2: true, lose3: true, damage1: true, lost: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			d := newTestDevice(t, 64<<20)
-			s := openTest(t, d, crashOptions())
-			var inos [2]Ino
-			committed := [2][]byte{crashData(1, 0, 2*blockSize), crashData(2, 0, 2*blockSize)}
-			for i, name := range []string{"f1", "f2"} {
-				a, err := s.Create(RootIno, name, 0o644)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Write(a.Ino, 0, committed[i]); err != nil {
-					t.Fatal(err)
-				}
-				inos[i] = a.Ino
-			}
-			if err := s.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			write := func(i, step int) []byte {
-				v := crashData(step, 0, 2*blockSize)
-				if _, err := s.Write(inos[i], 0, v); err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
-			v1 := write(0, 3)
-			if err := s.Fsync(ctx, inos[0], false); err != nil { // sync 1, durable
-				t.Fatal(err)
-			}
-			// fsync runs an fsync and returns, once its log sync's writes
-			// completed, the device sequences around them: (data, log].
-			fsync := func(i int, flushHold bool) (done chan error, data, log uint64, hf *memdev.Hold) {
-				hData := d.HoldNext(memdev.HoldWrite) // the fsync's data write
-				done = make(chan error, 1)
-				go func() { done <- s.Fsync(ctx, inos[i], false) }()
-				<-hData.Held()
-				hLog := d.HoldNext(memdev.HoldWrite) // its log sync's batch
-				hData.Release()
-				<-hLog.Held()
-				data = d.Seq()
-				if flushHold {
-					hf = d.HoldNext(memdev.HoldFlush)
-				}
-				hLog.Release()
-				if hf != nil {
-					<-hf.Held()
-				} else {
-					for deadline := time.Now().Add(waitLimit); d.Seq() == data && time.Now().Before(deadline); {
-						time.Sleep(time.Millisecond) // one Write records its batch at once
-					}
-				}
-				return done, data, d.Seq(), hf
-			}
-			v2 := write(0, 4)
-			done2, data2, log2, hFlush := fsync(0, true) // sync 2, its flush held
-			w := write(1, 5)
-			done3, data3, log3, _ := fsync(1, false) // sync 3, beside sync 2's flush
-			if log3 == data3 {
-				hFlush.Release()
-				t.Fatal("sync 3 did not write while sync 2's flush was in flight")
-			}
-			kept, lost := 0, 0
-			c := d.CrashAt(log3, memdev.CrashPolicy{Keep: func(_ int, wr memdev.Write) bool {
-				// A batch is its nodes, then its record (the last write).
-				node2 := wr.Seq > data2 && wr.Seq < log2
-				node3 := wr.Seq > data3 && wr.Seq < log3
-				if tc.lose2 && node2 || tc.lose3 && node3 {
-					lost++
-					return false
-				}
-				kept++
-				return true
-			}})
-			hFlush.Release()
-			for _, done := range []chan error{done2, done3} {
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
-			}
-			if st := s.Stats(); st.FsyncLogged != 3 {
-				t.Fatalf("%d fsyncs logged, want 3 (fallbacks %v)", st.FsyncLogged, st.FsyncFallbacks)
-			}
-			s.Close(ctx)
-			if (tc.lose2 || tc.lose3) && lost == 0 {
-				t.Fatalf("the cut kept %d writes and lost none", kept)
-			}
-			if tc.damage1 {
-				recs := lcLogChain(t, c)
-				if len(recs) != 3 {
-					t.Fatalf("log chain of %d records, want 3", len(recs))
-				}
-				lcFlip(t, c, recs[0].root, lcTestNodeLen/2+17)
-			}
-			s2, err := Open(c, crashOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := s2.Replay()
-			t.Logf("replay: %+v", rep)
-			if (rep.Lost != nil) != tc.lost || rep.Applied == tc.lost {
-				t.Fatalf("replay: %+v; want lost %v", rep, tc.lost)
-			}
-			wantF1, wantF2 := v1, committed[1]
-			switch {
-			case tc.lost:
-				wantF1 = committed[0]
-			case tc.wantF1V2:
-				wantF1 = v2
-			}
-			if tc.wantF2 {
-				wantF2 = w
-			}
-			for i, want := range [][]byte{wantF1, wantF2} {
-				name := fmt.Sprintf("f%d", i+1)
-				if got, ok := lcContent(t, s2, RootIno, name); !ok || !bytes.Equal(got, want) {
-					t.Fatalf("%s: present %v, %d bytes, not the content of the sync replay should apply", name, ok, len(got))
-				}
-			}
-			closeCheck(t, s2)
-		})
-	}
 }

@@ -64,7 +64,7 @@ const (
 	lcRecNext    = 104
 )
 
-var lcRecMagicBytes = []byte("_USTLOG5")
+var lcRecMagicBytes = []byte("_USTLOG3")
 
 // lcRecord is a record of the log chain as a test reads it: where it
 // lives and the log root it names.

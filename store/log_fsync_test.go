@@ -67,7 +67,7 @@ func queueRelogs(t *testing.T, n int, opts Options) queuedRelogs {
 	}
 
 	var q queuedRelogs
-	h := d.HoldNext(memdev.HoldWrite) // the first log sync's writes (a chmod writes back no data)
+	h := d.HoldNext(memdev.HoldWriteDurable) // the first log sync
 	first := make(chan error, 1)
 	go func() { first <- chmodFsync(inos[0]) }()
 	<-h.Held()

@@ -287,9 +287,6 @@ var ablationFlags = []struct {
 	{"ablate-teardown-per-range", func(a *journal.Ablations) *bool { return &a.TeardownPerRange },
 		"for benchmarks only: truncate, deletion and unmount drop a file's cached blocks one by one over its size instead of all at once (bench/unmount.sh)",
 		"ablation: cached file data is torn down block by block (--ablate-teardown-per-range, for benchmarks only)"},
-	{"ablate-log-sync-overlap", func(a *journal.Ablations) *bool { return &a.LogSyncSerial },
-		"for benchmarks only: a log sync waits for the sync ahead of it to be durable before it writes, instead of writing beside that sync's flush (ustore bench fsync-randwrite)",
-		"ablation: log syncs run one at a time (--ablate-log-sync-overlap, for benchmarks only)"},
 }
 
 // addAblationFlags defines the --ablate-* flags into a, hidden from

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"ustore/dev"
 
@@ -43,18 +41,7 @@ type Device struct {
 	counts   [opKindCount]int // operations of each kind since New: fault targets count on it
 	faults   []fault          // armed faults, oldest first
 	holds    holds            // armed Holds (HoldNext); not guarded by mu
-	// flushDelay is how long a direct Flush takes before it acts
-	// (SetFlushDelay); not guarded by mu.
-	flushDelay atomic.Int64
 }
-
-// SetFlushDelay makes each Flush called directly (not a WriteDurable's)
-// wait d before it acts, as a device's flush takes time: writes issued
-// meanwhile by other goroutines land before it in the history, unflushed
-// — the overlap a crash harness must see between a flush in flight and
-// the writes beside it. The flush still covers exactly the writes that
-// completed before it acts.
-func (d *Device) SetFlushDelay(delay time.Duration) { d.flushDelay.Store(int64(delay)) }
 
 // New returns an empty (zero-filled) device of size bytes. size must be a
 // positive multiple of dev.SectorSize.
@@ -149,16 +136,6 @@ func (d *Device) write(ios []dev.IO) error {
 // Flush makes every completed write durable. A flush failed by a fault moves
 // nothing: the unflushed writes stay unflushed (Invariant 4).
 func (d *Device) Flush() error {
-	d.wait(HoldFlush)
-	if delay := time.Duration(d.flushDelay.Load()); delay > 0 {
-		time.Sleep(delay)
-	}
-	return d.flush()
-}
-
-// flush is Flush without its Hold: WriteDurable's flushes are not Flushes
-// a test holds with HoldFlush.
-func (d *Device) flush() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -184,7 +161,7 @@ func (d *Device) WriteDurable(stages ...[]dev.IO) error {
 		if err := d.write(stage); err != nil {
 			return err
 		}
-		if err := d.flush(); err != nil {
+		if err := d.Flush(); err != nil {
 			return err
 		}
 	}

@@ -13,11 +13,8 @@ const (
 	// HoldWrite: a Write called directly (a WriteDurable's own writes are
 	// not it): buffered data on its way to the device.
 	HoldWrite HoldCall = iota
-	// HoldWriteDurable: a WriteDurable: a commit.
+	// HoldWriteDurable: a WriteDurable: a commit or a log sync.
 	HoldWriteDurable
-	// HoldFlush: a Flush called directly (a WriteDurable's own flushes
-	// are not it): a log sync's, after its writes completed.
-	HoldFlush
 	holdCallCount
 )
 
