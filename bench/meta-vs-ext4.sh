@@ -20,6 +20,10 @@
 # bench echo-server`, a process of its own) with each op's frame sizes, so
 # that at one client each op's p50 is in echo round trips.
 #
+# With curl installed, the create queue's counters (ustore_store_create_batches_total,
+# ustore_store_creates_batched_total) are read from serve's /metrics after its
+# run: the summary says how many of the run's creates were made in batches.
+#
 # With PERF=1 (and perf installed), the context switches of the server per
 # create: `perf stat -e context-switches -p <serve>` around `ustore bench
 # dir-fsync --files PERF_FILES --keep` (its creates are one at a time on one
@@ -69,7 +73,7 @@ SERVE_FLAGS=${SERVE_FLAGS:-}
 # summarize DIR: medians over the repetitions; ustore over ext4.
 summarize() {
 	python3 - "$1" <<'PY'
-import glob, json, os, statistics, sys
+import glob, json, os, re, statistics, sys
 
 out = sys.argv[1]
 def load(p):
@@ -107,6 +111,20 @@ for op in ops:
         uo, eo = g(u, "ops"), g(e, "ops")
         print(f"| {op} | {c} | {f0(uo)} | {f0(eo)} | {f2(uo / eo if uo and eo else None)} | {f1(g(u, 'p50'))} | "
               f"{f1(g(u, 'p99'))} | {f1(g(e, 'p50'))} | {f1(g(e, 'p99'))} | {f2(g(u, 'echo'))} | {f2(g(e, 'echo'))} |")
+# The create queue's counters: every create and mkdir of the run, and the
+# big directory's fill, go through it (made alone or in a batch).
+cmd = open(os.path.join(out, "machine.txt")).read()
+def num(k):
+    m = re.search(rf"\b{k}=([0-9]+)", cmd)
+    return int(m.group(1)) if m else 0
+cl = re.search(r"\bCLIENTS=([0-9,]+)", cmd)
+made = 2 * num("FILES") * (len(cl.group(1).split(",")) if cl else 0) + num("BIG_DIR")
+for p in sorted(glob.glob(os.path.join(out, "rep*-ustore.metrics"))):
+    c = {l.split()[0]: float(l.split()[1]) for l in open(p) if l.strip()}
+    passes, batched = c.get("ustore_store_create_batches_total", 0), c.get("ustore_store_creates_batched_total", 0)
+    frac = f", {batched / made:.2f} of the run's {made:,} creates, mkdirs and big-directory entries" if made else ""
+    print(f"\n{os.path.basename(p)}: {batched:,.0f} creates made in {passes:,.0f} batches "
+          f"(mean {batched / passes if passes else 0:.1f}){frac}")
 cs = [l for p in sorted(glob.glob(os.path.join(out, "rep*-perf.txt"))) for l in open(p) if l.startswith("per create")]
 if cs:
     print("\nserver context switches per create (perf stat, bench dir-fsync):", "; ".join(l.split(":", 1)[1].strip() for l in cs))
@@ -182,6 +200,12 @@ run() {
 on_ustore() {
 	serve "$ustore_img" "$OUT/rep$1-ustore.serve.log"
 	run "$OUT/rep$1-ustore.json" "${args[@]}" --socket "$sock" --label ustore
+	# The create queue's counters over the run (its creates, mkdirs and
+	# the big directory's fill): how many were made in batches.
+	if command -v curl >/dev/null 2>&1; then
+		curl -s "$metrics" | grep -E '^ustore_store_(create_batches|creates_batched)_total ' >"$OUT/rep$1-ustore.metrics" ||
+			say "no create-queue counters on $metrics"
+	fi
 	if ((PERF)); then
 		# The server's context switches around creates one at a time.
 		local pid=${servers[-1]}
