@@ -30,7 +30,7 @@ race:
 norace:
 	$(GO) test -count=1 -run '^TestDataDriven$$/^bulk$$' ./logtree
 	$(GO) test -count=1 -run '^TestMount_(StressNG|SQLiteWAL|Rsync|Sysbench)$$' ./cmd/ustore
-	$(GO) test -count=1 -run '^TestMem_InodesAndData$$' ./store
+	$(GO) test -count=1 -run '^TestMem_(InodesAndData|Writer)$$' ./store
 
 ## lint: gofmt, go vet and staticcheck
 lint: fmt-check
