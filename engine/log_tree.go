@@ -251,7 +251,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	if !onTop {
 		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.CommittedGeneration()))
 	}
-	ios := append(e.nodeWrites(nodes), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid)})
+	ios := append(e.nodeWrites(nodes, false), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid)})
 	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
 	if err := e.dev.WriteDurable(ios); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
