@@ -365,6 +365,53 @@ func (t *Tree) IterateReverse(from Key, fn func(k Key, data []byte) bool) error 
 	}
 }
 
+// IterateFromFloor is Iterate from the item just below from: fn sees the
+// item with the greatest key < from (if any), then each item with key >=
+// from in key order, until it returns false. It is one descent where that
+// item shares from's leaf — for a range item that may start before from
+// and cover it (a checksum item), where IterateReverse then Iterate would
+// search twice. The same rules as Iterate apply to fn.
+func (t *Tree) IterateFromFloor(from Key, fn func(k Key, data []byte) bool) error {
+	var p Path
+	defer p.Release()
+	if _, err := t.SearchSlot(nil, from, &p, 0, false); err != nil {
+		return err
+	}
+	leaf, slot := p.Leaf()
+	switch {
+	case slot > 0:
+		if !fn(leaf.Key(slot-1), leaf.ItemData(slot-1)) {
+			return nil
+		}
+	case p.hasLower && p.lower != MinKey:
+		// The item below is the previous leaf's last: a second descent,
+		// once in a leaf's worth of keys.
+		lower := p.lower.Prev()
+		p.Release()
+		more := true
+		if err := t.IterateReverse(lower, func(k Key, data []byte) bool { more = fn(k, data); return false }); err != nil || !more {
+			return err
+		}
+		return t.Iterate(from, fn)
+	}
+	for {
+		for i := slot; i < leaf.ItemCount(); i++ {
+			if !fn(leaf.Key(i), leaf.ItemData(i)) {
+				return nil
+			}
+		}
+		if !p.hasUpper {
+			return nil
+		}
+		from = p.upper
+		p.Release()
+		if _, err := t.SearchSlot(nil, from, &p, 0, false); err != nil {
+			return err
+		}
+		leaf, slot = p.Leaf()
+	}
+}
+
 // Iterate calls fn for each item with key >= from, in key order, until fn
 // returns false. fn's data aliases the leaf: copy what you keep. The leaf is
 // read-locked while fn runs: fn must not modify the tree.

@@ -271,3 +271,58 @@ func TestTree_IterateReverse(t *testing.T) {
 	commit(t, e)
 	check(t, e)
 }
+
+// TestTree_IterateFromFloor: the item just below from, then every item
+// from from on, against the model, for keys at every leaf's edges (the
+// item below in the previous leaf) and between items; and fn's false
+// stops it, on the floor item too.
+func TestTree_IterateFromFloor(t *testing.T) {
+	e, _ := newTestEngine(t, 64<<20, 4096)
+	tr, _ := e.Start()
+	tree, _ := e.CreateTree(tr, testTree)
+	m := model{}
+	rng := rand.New(rand.NewPCG(6, 6))
+	randomOps(t, rng, tr, tree, m, 4000, 2000, 300)
+	tr.End()
+	keys := make([]Key, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	froms := []Key{MinKey, MaxKey, keys[0], keys[len(keys)-1]}
+	for i := 0; i < len(keys); i += 7 { // every leaf's first key among them
+		froms = append(froms, keys[i], keys[i].Next())
+	}
+	for _, from := range froms {
+		i := sort.Search(len(keys), func(i int) bool { return !keys[i].Less(from) })
+		want := keys[i:]
+		if i > 0 {
+			want = keys[i-1:]
+		}
+		var got []Key
+		if err := tree.IterateFromFloor(from, func(k Key, data []byte) bool {
+			if !bytes.Equal(data, m[k]) {
+				t.Fatalf("item %v: wrong payload", k)
+			}
+			got = append(got, k)
+			return len(got) < 40
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want = want[:min(len(want), 40)]
+		if len(got) != len(want) {
+			t.Fatalf("from %v: %d items, want %d", from, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("from %v: item %d is %v, want %v", from, i, got[i], want[i])
+			}
+		}
+		n := 0
+		if err := tree.IterateFromFloor(from, func(Key, []byte) bool { n++; return false }); err != nil || n != min(1, len(want)) {
+			t.Fatalf("from %v: fn saw %d items after returning false (%v)", from, n, err)
+		}
+	}
+	commit(t, e)
+	check(t, e)
+}

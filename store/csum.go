@@ -30,17 +30,14 @@ func (s *Store) csumsIn(start, end uint64) ([]csumItem, error) {
 	isCsum := func(k engine.Key) bool {
 		return k.ObjectID == engine.CsumObjectID && k.Type == engine.TypeExtentCsum
 	}
-	err := s.csum.IterateReverse(csumKey(start), func(k engine.Key, b []byte) bool {
-		if isCsum(k) && k.Offset < start {
-			out = append(out, csumItem{k.Offset, slices.Clone(b)})
+	// One descent: the item below start (which may cover it), then those
+	// from start on.
+	from := csumKey(start)
+	err := s.csum.IterateFromFloor(from, func(k engine.Key, b []byte) bool {
+		if !isCsum(k) {
+			return k.Less(from) // another kind below the range: go on; above it: done
 		}
-		return false
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = s.csum.Iterate(csumKey(start), func(k engine.Key, b []byte) bool {
-		if !isCsum(k) || k.Offset >= end {
+		if k.Offset >= end {
 			return false
 		}
 		out = append(out, csumItem{k.Offset, slices.Clone(b)})

@@ -41,18 +41,14 @@ func (s *Store) extentsIn(ino Ino, start, end uint64) ([]fileExtent, error) {
 		out = append(out, fileExtent{off: k.Offset, x: x})
 		return true
 	}
-	// The extent that starts before start may reach into the range.
-	err := s.fs.IterateReverse(extentKey(ino, start), func(k engine.Key, b []byte) bool {
-		if k.Ino() == ino && k.Type == engine.TypeExtentData && k.Offset < start {
-			keep(k, b)
+	// The extent that starts before start may reach into the range: one
+	// descent for it and those from start on.
+	from := extentKey(ino, start)
+	err := s.fs.IterateFromFloor(from, func(k engine.Key, b []byte) bool {
+		if k.Ino() != ino || k.Type != engine.TypeExtentData {
+			return k.Less(from) // another item below the range: go on; above it: done
 		}
-		return false
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = s.fs.Iterate(extentKey(ino, start), func(k engine.Key, b []byte) bool {
-		if k.Ino() != ino || k.Type != engine.TypeExtentData || k.Offset >= end {
+		if k.Offset >= end {
 			return false
 		}
 		return keep(k, b)
