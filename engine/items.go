@@ -394,22 +394,7 @@ func (t *Tree) IterateFromFloor(from Key, fn func(k Key, data []byte) bool) erro
 		}
 		return t.Iterate(from, fn)
 	}
-	for {
-		for i := slot; i < leaf.ItemCount(); i++ {
-			if !fn(leaf.Key(i), leaf.ItemData(i)) {
-				return nil
-			}
-		}
-		if !p.hasUpper {
-			return nil
-		}
-		from = p.upper
-		p.Release()
-		if _, err := t.SearchSlot(nil, from, &p, 0, false); err != nil {
-			return err
-		}
-		leaf, slot = p.Leaf()
-	}
+	return t.iterateOn(&p, slot, fn)
 }
 
 // Iterate calls fn for each item with key >= from, in key order, until fn
@@ -418,11 +403,19 @@ func (t *Tree) IterateFromFloor(from Key, fn func(k Key, data []byte) bool) erro
 func (t *Tree) Iterate(from Key, fn func(k Key, data []byte) bool) error {
 	var p Path
 	defer p.Release()
+	if _, err := t.SearchSlot(nil, from, &p, 0, false); err != nil {
+		return err
+	}
+	_, slot := p.Leaf()
+	return t.iterateOn(&p, slot, fn)
+}
+
+// iterateOn calls fn for the items of p's leaf from slot on, then for those
+// of each leaf after it, until fn returns false (Iterate's walk, from a
+// descent already made). p is released and reused for each next leaf.
+func (t *Tree) iterateOn(p *Path, slot int, fn func(k Key, data []byte) bool) error {
 	for {
-		if _, err := t.SearchSlot(nil, from, &p, 0, false); err != nil {
-			return err
-		}
-		leaf, slot := p.Leaf()
+		leaf, _ := p.Leaf()
 		for i := slot; i < leaf.ItemCount(); i++ {
 			if !fn(leaf.Key(i), leaf.ItemData(i)) {
 				return nil
@@ -431,7 +424,11 @@ func (t *Tree) Iterate(from Key, fn func(k Key, data []byte) bool) error {
 		if !p.hasUpper {
 			return nil
 		}
-		from = p.upper
+		from := p.upper
 		p.Release()
+		if _, err := t.SearchSlot(nil, from, p, 0, false); err != nil {
+			return err
+		}
+		_, slot = p.Leaf()
 	}
 }

@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -182,13 +180,8 @@ func memInodesChild(t *testing.T, out string) {
 	}
 	defer d.Close()
 	var r memInodesResult
-	runtime.GC()
-	r.BaseRSS, _ = procStatus("self", "VmRSS")
-	s, err := Open(d, Options{CacheBytes: memInodesCache, DirtyBytes: memInodesDirty, Logger: testLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	debug.SetMemoryLimit(s.MemoryLimit())
+	s, base := openMemChild(t, d)
+	r.BaseRSS = base
 	ctx := context.Background()
 	var phase atomic.Int32
 	var mu sync.Mutex
@@ -285,11 +278,5 @@ func memInodesChild(t *testing.T, out string) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeMemResult(t, out, r)
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"ustore/dev"
 	"ustore/dev/sysdev"
 )
 
@@ -207,6 +208,35 @@ func runMemChild(t *testing.T, test string, env []string, resFile string, r any)
 	return maxRSS
 }
 
+// openMemChild opens d in a memory test's child as `ustore serve` would
+// run it with those budgets: the cache and dirty budgets of
+// TestMem_InodesAndData and the Go runtime's soft limit at
+// Store.MemoryLimit. It returns the store and the VmRSS before it opened.
+func openMemChild(t *testing.T, d dev.Device) (*Store, uint64) {
+	t.Helper()
+	runtime.GC()
+	base, _ := procStatus("self", "VmRSS")
+	s, err := Open(d, Options{CacheBytes: memInodesCache, DirtyBytes: memInodesDirty, Logger: testLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	debug.SetMemoryLimit(s.MemoryLimit())
+	return s, base
+}
+
+// writeMemResult writes a memory test child's result r to out, for
+// runMemChild in the parent.
+func writeMemResult(t *testing.T, out string, r any) {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // sampleEvery calls sample every interval on a goroutine of its own until
 // the returned stop, which returns once the goroutine has.
 func sampleEvery(interval time.Duration, sample func()) (stop func()) {
@@ -307,11 +337,5 @@ func memChild(t *testing.T, out string) {
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeMemResult(t, out, r)
 }

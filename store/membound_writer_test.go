@@ -3,12 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -167,13 +165,8 @@ func memWriterChild(t *testing.T, out string) {
 		t.Fatal(err)
 	}
 	var r memWriterResult
-	runtime.GC()
-	r.BaseRSS, _ = procStatus("self", "VmRSS")
-	s, err := Open(d, Options{CacheBytes: memInodesCache, DirtyBytes: memInodesDirty, Logger: testLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	debug.SetMemoryLimit(s.MemoryLimit())
+	s, base := openMemChild(t, d)
+	r.BaseRSS = base
 	var mu sync.Mutex
 	var written atomic.Int64
 	// atPeak splits the heap when the child's VmRSS is at its highest:
@@ -245,13 +238,7 @@ func memWriterChild(t *testing.T, out string) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeMemResult(t, out, r)
 }
 
 // memWriterVerify reads every file the child wrote back, in the parent.
