@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -229,19 +230,41 @@ func TestEngine_Model_Random(t *testing.T) {
 
 var _ = context.Background
 
-func TestTree_IterateReverse(t *testing.T) {
+// randomTree is a tree of a few thousand random items in a transaction
+// that has ended (not committed), its model, and the model's keys in
+// ascending order.
+func randomTree(t *testing.T, seed uint64) (*Engine, *Tree, model, []Key) {
 	e, _ := newTestEngine(t, 64<<20, 4096)
 	tr, _ := e.Start()
 	tree, _ := e.CreateTree(tr, testTree)
 	m := model{}
-	rng := rand.New(rand.NewPCG(5, 5))
+	rng := rand.New(rand.NewPCG(seed, seed))
 	randomOps(t, rng, tr, tree, m, 4000, 2000, 300)
 	tr.End()
 	keys := make([]Key, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[j].Less(keys[i]) }) // descending
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	return e, tree, m, keys
+}
+
+// sameKeys fails t unless an iteration from from gave want, in order.
+func sameKeys(t *testing.T, from Key, got, want []Key) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("from %v: %d items, want %d", from, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("from %v: item %d is %v, want %v", from, i, got[i], want[i])
+		}
+	}
+}
+
+func TestTree_IterateReverse(t *testing.T) {
+	e, tree, m, keys := randomTree(t, 5)
+	slices.Reverse(keys) // descending
 	for _, from := range []Key{MaxKey, testKey(1000), testKey(0), keys[len(keys)/3]} {
 		var want []Key
 		for _, k := range keys {
@@ -259,14 +282,7 @@ func TestTree_IterateReverse(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != len(want) {
-			t.Fatalf("from %v: %d items, want %d", from, len(got), len(want))
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("from %v: item %d is %v, want %v", from, i, got[i], want[i])
-			}
-		}
+		sameKeys(t, from, got, want)
 	}
 	commit(t, e)
 	check(t, e)
@@ -277,18 +293,7 @@ func TestTree_IterateReverse(t *testing.T) {
 // item below in the previous leaf) and between items; and fn's false
 // stops it, on the floor item too.
 func TestTree_IterateFromFloor(t *testing.T) {
-	e, _ := newTestEngine(t, 64<<20, 4096)
-	tr, _ := e.Start()
-	tree, _ := e.CreateTree(tr, testTree)
-	m := model{}
-	rng := rand.New(rand.NewPCG(6, 6))
-	randomOps(t, rng, tr, tree, m, 4000, 2000, 300)
-	tr.End()
-	keys := make([]Key, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	e, tree, m, keys := randomTree(t, 6)
 	froms := []Key{MinKey, MaxKey, keys[0], keys[len(keys)-1]}
 	for i := 0; i < len(keys); i += 7 { // every leaf's first key among them
 		froms = append(froms, keys[i], keys[i].Next())
@@ -310,14 +315,7 @@ func TestTree_IterateFromFloor(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = want[:min(len(want), 40)]
-		if len(got) != len(want) {
-			t.Fatalf("from %v: %d items, want %d", from, len(got), len(want))
-		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("from %v: item %d is %v, want %v", from, i, got[i], want[i])
-			}
-		}
+		sameKeys(t, from, got, want)
 		n := 0
 		if err := tree.IterateFromFloor(from, func(Key, []byte) bool { n++; return false }); err != nil || n != min(1, len(want)) {
 			t.Fatalf("from %v: fn saw %d items after returning false (%v)", from, n, err)
