@@ -67,6 +67,10 @@ func slowFlushes(t *testing.T) {
 func contend(t *testing.T, m *Mutex, log *markerLog) (release func()) {
 	t.Helper()
 	m.Lock()
+	// Count the begins before the waiter starts: read after, they may
+	// already include its own, and the wait below would be for one that
+	// never comes.
+	begins := log.begins()
 	got, unlock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		m.Lock()
@@ -75,7 +79,7 @@ func contend(t *testing.T, m *Mutex, log *markerLog) (release func()) {
 		m.Unlock()
 		close(done)
 	}()
-	log.awaitBegins(t, log.begins()+1)
+	log.awaitBegins(t, begins+1)
 	m.Unlock()
 	<-got
 	return func() { close(unlock); <-done }
