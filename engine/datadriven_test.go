@@ -36,6 +36,7 @@ import (
 //	update key=N                UpdateItem: flip every payload bit
 //	resize key=N size=S         ResizeItem (or keys=A..B: each in turn,
 //	                            up to the first error)
+//	truncate key=N size=S       TruncateItem (or keys=A..B, as resize)
 //	lookup key=N                the payload (up to 64 bytes shown)
 //	search key=N [cow]          SearchSlot: found or the insertion slot, the
 //	  [ins-len=L]               path; with cow, the counters it moved
@@ -203,6 +204,13 @@ func (h *ddHarness) run(t *testing.T, td *datadriven.TestData) string {
 	case "resize":
 		for _, k := range a.keys() {
 			if err := h.tree().ResizeItem(h.trans(), testKey(k), a.int("size")); err != nil {
+				return fmt.Sprintf("key=%d: error: %v", k, err)
+			}
+		}
+		return "ok"
+	case "truncate":
+		for _, k := range a.keys() {
+			if err := h.tree().TruncateItem(h.trans(), testKey(k), a.int("size")); err != nil {
 				return fmt.Sprintf("key=%d: error: %v", k, err)
 			}
 		}

@@ -217,11 +217,11 @@ func (t *Tree) ResizeItem(tr *Trans, key Key, size int) error {
 		return err
 	}
 	ins := size - len(cur)
-	if ins == 0 {
+	switch {
+	case ins == 0:
 		return nil
-	}
-	if ins < 0 {
-		ins = -1
+	case ins < 0:
+		return t.TruncateItem(tr, key, size)
 	}
 	for {
 		found, err := t.SearchSlot(tr, key, &p, ins, true)
@@ -245,14 +245,37 @@ func (t *Tree) ResizeItem(tr *Trans, key Key, size int) error {
 	}
 	leaf, slot := p.Leaf()
 	leaf.leafResizeItem(slot, size)
-	if ins < 0 {
-		if err := t.balanceLeaf(tr, &p); err != nil {
-			return err
-		}
-		p.Release()
-		return t.collapseRoot(tr)
-	}
 	return nil
+}
+
+// TruncateItem shortens an item's payload to size bytes in place, in one
+// descent: the caller knows the item is at least that long (ResizeItem
+// first looks the item up to learn whether it grows). An item shorter
+// than size is an error, and is left as it was.
+func (t *Tree) TruncateItem(tr *Trans, key Key, size int) error {
+	var p Path
+	defer p.Release()
+	// insLen -1: a search for a deletion, which may rebalance the leaf.
+	found, err := t.SearchSlot(tr, key, &p, -1, true)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return ErrNotFound
+	}
+	leaf, slot := p.Leaf()
+	switch cur := leaf.ItemSize(slot); {
+	case size < 0 || size > cur:
+		return fmt.Errorf("engine: truncate item %v in tree %d to %d bytes: it has %d", key, t.id, size, cur)
+	case size == cur:
+		return nil
+	}
+	leaf.leafResizeItem(slot, size)
+	if err := t.balanceLeaf(tr, &p); err != nil {
+		return err
+	}
+	p.Release()
+	return t.collapseRoot(tr)
 }
 
 // DeleteItem deletes one item, or returns ErrNotFound.

@@ -163,9 +163,14 @@ func randomOps(t *testing.T, rng *rand.Rand, tr *Trans, tree *Tree, m model, n i
 			} else if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("update missing %v: %v", k, err)
 			}
-		case r < 97: // resize
+		case r < 97: // resize; or truncate, by a size no longer than the item's
 			size := rng.IntN(maxVal)
-			err := tree.ResizeItem(tr, k, size)
+			var err error
+			if v, ok := m[k]; ok && size <= len(v) && rng.IntN(2) == 0 {
+				err = tree.TruncateItem(tr, k, size)
+			} else {
+				err = tree.ResizeItem(tr, k, size)
+			}
 			if v, ok := m[k]; ok {
 				if err != nil {
 					t.Fatalf("resize %v to %d: %v", k, size, err)

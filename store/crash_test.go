@@ -93,6 +93,7 @@ var crashOps = []crashOp{
 	{kind: opMkdir, a: "/D/F"},
 	{kind: opWrite, a: "/A", off: -1, n: 3000},    // append across a block boundary
 	{kind: opWrite, a: "/A", off: 2000, n: 5000},  // overwrite blocks 0–1
+	{kind: opWrite, a: "/A", off: 4096, n: 4096},  // overwrite block 1: its extent split in three
 	{kind: opWrite, a: "/B", off: -1, n: 200},     // stays inline
 	{kind: opWrite, a: "/B", off: -1, n: 6000},    // inline → extents
 	{kind: opWrite, a: "/D/C", off: 4096, n: 100}, // overwrite inside the last block

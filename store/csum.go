@@ -58,7 +58,7 @@ func (s *Store) deleteCsums(tr *engine.Trans, start, length uint64) error {
 		key := csumKey(c.start)
 		cutS, cutE := max(c.start, start), min(c.end(), end)
 		if c.start < cutS {
-			if err := s.csum.ResizeItem(tr, key, int((cutS-c.start)/blockSize)*engine.CsumSize); err != nil {
+			if err := s.csum.TruncateItem(tr, key, int((cutS-c.start)/blockSize)*engine.CsumSize); err != nil {
 				return err
 			}
 		} else if err := s.csum.DeleteItem(tr, key); err != nil {

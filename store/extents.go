@@ -78,6 +78,12 @@ func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino Ino, start, end uint64,
 	if err != nil {
 		return 0, err
 	}
+	return s.dropFound(tr, ino, start, end, keep, xs)
+}
+
+// dropFound is dropExtentsKeeping given xs, the extents overlapping
+// [start, end) as extentsIn found them.
+func (s *Store) dropFound(tr *engine.Trans, ino Ino, start, end uint64, keep []extent, xs []fileExtent) (uint64, error) {
 	var freed uint64
 	for _, f := range xs {
 		key := extentKey(ino, f.off)
@@ -116,6 +122,65 @@ func (s *Store) dropExtentsKeeping(tr *engine.Trans, ino Ino, start, end uint64,
 		}
 	}
 	return freed, nil
+}
+
+// mapExtent maps in's file range [off, off+fe.NumBytes) to the regular
+// extent fe, dropping what was mapped there (dropExtents), and returns the
+// data bytes it freed. When one regular extent covers the range — an
+// overwrite inside a file, writeback's usual case — its item is changed in
+// place rather than deleted and inserted again: it takes fe when it starts
+// at off, else keeps its left part, and the items after it (fe, the right
+// part) go in as one batch. That is one search of the fs tree fewer per
+// overwrite (three, against dropExtents' four, for one in the middle of an
+// extent; two, against three, for one that replaces a whole extent).
+func (s *Store) mapExtent(tr *engine.Trans, in *inode, off uint64, fe engine.FileExtent) (uint64, error) {
+	end := off + fe.NumBytes
+	xs, err := s.extentsIn(in.ino, off, end)
+	if err != nil {
+		return 0, err
+	}
+	s.track.fileChanged(tr.ID(), in.ino, off, end)
+	if len(xs) != 1 || xs[0].x.Type != engine.ExtentRegular || xs[0].off > off || xs[0].end() < end {
+		freed, err := s.dropFound(tr, in.ino, off, end, nil, xs)
+		if err != nil {
+			return freed, err
+		}
+		return freed, s.fs.InsertItem(tr, extentKey(in.ino, off), fe.Encode(nil))
+	}
+	f := xs[0]
+	disk := uint64(f.x.DiskBytenr) + (off - f.off)
+	s.e.FreeData(tr, engine.Bytenr(disk), fe.NumBytes)
+	if err := s.deleteCsums(tr, disk, fe.NumBytes); err != nil {
+		return 0, err
+	}
+	var keys []engine.Key
+	var items [][]byte
+	if f.off == off {
+		if err := s.fs.UpdateItem(tr, extentKey(in.ino, off), func(b []byte) { fe.Encode(b[:0]) }); err != nil {
+			return fe.NumBytes, err
+		}
+	} else {
+		left := f.x
+		left.NumBytes = off - f.off
+		if err := s.fs.UpdateItem(tr, extentKey(in.ino, f.off), func(b []byte) { left.Encode(b[:0]) }); err != nil {
+			return fe.NumBytes, err
+		}
+		keys, items = append(keys, extentKey(in.ino, off)), append(items, fe.Encode(nil))
+	}
+	if f.end() > end {
+		right := f.x
+		right.DiskBytenr += engine.Bytenr(end - f.off)
+		right.NumBytes = f.end() - end
+		keys, items = append(keys, extentKey(in.ino, end)), append(items, right.Encode(nil))
+	}
+	if len(keys) == 0 {
+		return fe.NumBytes, nil
+	}
+	b, err := engine.NewItemBatch(keys, items)
+	if err != nil {
+		return fe.NumBytes, err
+	}
+	return fe.NumBytes, s.fs.InsertItems(tr, b)
 }
 
 // extent is a disk range.

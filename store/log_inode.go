@@ -295,6 +295,9 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino Ino, rs []rng) error {
 	if err := w.Insert(keys, items); err != nil {
 		return err
 	}
+	// The checksums of the regular extents, usually new to the log.
+	var sumKeys []engine.Key
+	var sums [][]byte
 	for _, x := range regular {
 		cs, err := s.csumsIn(uint64(x.DiskBytenr), uint64(x.DiskEnd()))
 		if err != nil {
@@ -302,15 +305,37 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino Ino, rs []rng) error {
 		}
 		for _, c := range cs {
 			start, end := max(c.start, uint64(x.DiskBytenr)), min(c.end(), uint64(x.DiskEnd()))
-			sums := c.slice(start, end)
-			// Usually new to the log: insert, and replace only if not.
-			err := w.Insert([]engine.Key{csumKey(start)}, [][]byte{sums})
-			if errors.Is(err, engine.ErrExists) {
-				err = w.Set(csumKey(start), sums)
-			}
-			if err != nil {
-				return err
-			}
+			sumKeys = append(sumKeys, csumKey(start))
+			sums = append(sums, c.slice(start, end))
+		}
+	}
+	return logCsums(w, sumKeys, sums)
+}
+
+// logCsums logs checksum items, replacing any logged with the same key.
+// The extents of one writeback lie side by side on the device, so their
+// items are usually one run of keys new to the log: one batch insert, one
+// descent of the log tree. A batch refused (an item of the run already
+// logged, or another's key inside it) goes in item by item; an item the
+// batch did insert is then replaced by itself.
+func logCsums(w *logtree.Writer, keys []engine.Key, sums [][]byte) error {
+	ascending := true
+	for i := 1; i < len(keys) && ascending; i++ {
+		ascending = keys[i-1].Less(keys[i])
+	}
+	if len(keys) > 1 && ascending {
+		err := w.Insert(keys, sums)
+		if !errors.Is(err, engine.ErrExists) {
+			return err
+		}
+	}
+	for i, k := range keys {
+		err := w.Insert([]engine.Key{k}, sums[i:i+1])
+		if errors.Is(err, engine.ErrExists) {
+			err = w.Set(k, sums[i])
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -275,13 +275,10 @@ func (s *Store) writeExtents(in *inode, exts []newExtent, batchEnd, size uint64,
 	// From here a failure leaves half a change in the transaction.
 	var added, freed uint64
 	for _, x := range exts {
-		f, err := s.dropExtents(tr, in, x.off, x.off+x.length)
+		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentRegular, DiskBytenr: x.disk, NumBytes: x.length}
+		f, err := s.mapExtent(tr, in, x.off, fe)
 		freed += f
 		if err != nil {
-			return s.e.Abort(err)
-		}
-		fe := engine.FileExtent{Generation: tr.ID(), Type: engine.ExtentRegular, DiskBytenr: x.disk, NumBytes: x.length}
-		if err := s.fs.InsertItem(tr, extentKey(in.ino, x.off), fe.Encode(nil)); err != nil {
 			return s.e.Abort(err)
 		}
 		if err := s.csum.InsertItem(tr, csumKey(uint64(x.disk)), x.sums); err != nil {
