@@ -11,17 +11,18 @@ func checkExtentSetIndex(t *testing.T, s *extentSet) {
 	t.Helper()
 	var sum, bigSum uint64
 	smalls := 0
-	for _, x := range s.xs {
+	s.each(func(x extent) bool {
 		sum += x.length
 		if x.length >= s.big {
 			bigSum += x.length
-			continue
+			return true
 		}
 		smalls++
 		if _, ok := s.small[x.length][x.start]; !ok {
 			t.Fatalf("small extent %v not indexed", x)
 		}
-	}
+		return true
+	})
 	indexed := 0
 	for _, m := range s.small {
 		indexed += len(m)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -72,8 +73,8 @@ func TestExtentSet_AddRemove_BytesComeBackExactly(t *testing.T) {
 	for _, x := range taken {
 		s.add(x.start, x.length)
 	}
-	if len(s.xs) != 1 || s.total() != hi-lo || s.bigSum != hi-lo {
-		t.Fatalf("after giving everything back: %d extents, %d bytes (%d big); want one of %d", len(s.xs), s.total(), s.bigSum, hi-lo)
+	if s.len() != 1 || s.total() != hi-lo || s.bigSum != hi-lo {
+		t.Fatalf("after giving everything back: %d extents, %d bytes (%d big); want one of %d", s.len(), s.total(), s.bigSum, hi-lo)
 	}
 }
 
@@ -121,4 +122,120 @@ func TestAllocator_AssertTaken_Panics(t *testing.T) {
 		}
 	}()
 	a.assertTaken(firstAllocatable, 16384)
+}
+
+// TestExtentSet_Model: random adds, removes (refused ones too), overlaps
+// and findFrom calls give the answers a bitmap of free sectors gives —
+// findFrom its exact choice: the first room at or after the cursor, else
+// the first from the lowest extent, the cursor's own extent taken whole —
+// and the set stays merged, indexed and totalled (check).
+func TestExtentSet_Model(t *testing.T) {
+	const sectors = 512
+	const lo, hi = 0, sectors * SectorSize
+	var free [sectors]bool
+	s := extentSet{big: 4 * SectorSize}
+	rng := rand.New(rand.NewPCG(7, 11))
+	allFree := func(a, n uint64) bool {
+		for i := a; i < a+n; i++ {
+			if !free[i] {
+				return false
+			}
+		}
+		return true
+	}
+	noneFree := func(a, n uint64) bool {
+		for i := a; i < a+n; i++ {
+			if free[i] {
+				return false
+			}
+		}
+		return true
+	}
+	// runOf returns the free run holding sector i: [a, b).
+	runOf := func(i uint64) (uint64, uint64) {
+		a, b := i, i
+		for a > 0 && free[a-1] {
+			a--
+		}
+		for b < sectors && free[b] {
+			b++
+		}
+		return a, b
+	}
+	// findModel is findFrom on the bitmap.
+	findModel := func(cursor, n uint64) (uint64, bool) {
+		c := cursor / SectorSize
+		var runs [][2]uint64
+		for i := uint64(0); i < sectors; {
+			if !free[i] {
+				i++
+				continue
+			}
+			a, b := runOf(i)
+			runs = append(runs, [2]uint64{a, b})
+			i = b
+		}
+		first := len(runs)
+		for j, r := range runs {
+			if r[1] > c {
+				first = j
+				break
+			}
+		}
+		for j := first; j < len(runs); j++ {
+			a := max(runs[j][0], c)
+			if j != first {
+				a = runs[j][0]
+			}
+			if runs[j][1] >= a+n {
+				return a * SectorSize, true
+			}
+		}
+		for j := 0; j < len(runs) && j <= first; j++ {
+			if runs[j][1]-runs[j][0] >= n {
+				return runs[j][0] * SectorSize, true
+			}
+		}
+		return 0, false
+	}
+	for step := range 20000 {
+		a := rng.Uint64N(sectors)
+		n := 1 + rng.Uint64N(min(12, sectors-a))
+		start, length := a*SectorSize, n*SectorSize
+		switch rng.IntN(4) {
+		case 0: // add: refused unless no sector of it is free
+			want := noneFree(a, n)
+			if got := s.add(start, length); got != want {
+				t.Fatalf("step %d: add [%d, +%d) = %v, want %v", step, a, n, got, want)
+			}
+			if want {
+				for i := a; i < a+n; i++ {
+					free[i] = true
+				}
+			}
+		case 1: // remove: refused unless it lies inside one free run
+			want := allFree(a, n)
+			if got := s.remove(start, length); got != want {
+				t.Fatalf("step %d: remove [%d, +%d) = %v, want %v", step, a, n, got, want)
+			}
+			if want {
+				for i := a; i < a+n; i++ {
+					free[i] = false
+				}
+			}
+		case 2:
+			if got, want := s.overlaps(start, length), !noneFree(a, n); got != want {
+				t.Fatalf("step %d: overlaps [%d, +%d) = %v, want %v", step, a, n, got, want)
+			}
+		default:
+			got, ok := s.findFrom(start, length)
+			want, wantOK := findModel(start, n)
+			if got != want || ok != wantOK {
+				t.Fatalf("step %d: findFrom(%d, %d sectors) = %d, %v; want %d, %v", step, a, n, got/SectorSize, ok, want/SectorSize, wantOK)
+			}
+		}
+		if err := s.check(lo, hi); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
 }
