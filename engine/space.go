@@ -17,6 +17,9 @@ type SpaceInfo struct {
 	// MetaAvailable is what new tree nodes may take outside Reserve: the
 	// extents a node fits in beyond it.
 	MetaAvailable uint64
+	// FreeExtents is the number of extents Free is in: the device's
+	// fragmentation (random overwrites leave a hole per block freed).
+	FreeExtents int
 }
 
 // Space returns the device's space accounting: constant time (running
@@ -29,7 +32,7 @@ func (e *Engine) Space() SpaceInfo {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.assertTotals()
-	s := SpaceInfo{Total: a.size, Free: a.freeSet.total(), Pinned: a.pinnedSum, Reserve: a.reserve, Available: a.dataAvailable()}
+	s := SpaceInfo{Total: a.size, Free: a.freeSet.total(), Pinned: a.pinnedSum, Reserve: a.reserve, Available: a.dataAvailable(), FreeExtents: a.freeSet.len()}
 	if a.freeSet.bigSum > a.reserve {
 		s.MetaAvailable = a.freeSet.bigSum - a.reserve
 	}

@@ -73,6 +73,9 @@ type Stats struct {
 	CreateBatches, CreatesBatched uint64
 	DirtyBytes                    int64 `metric:"gauge"` // buffered now
 	Inodes                        int   `metric:"gauge"` // in memory now
+	// FreeExtents is the number of free extents the device's free space
+	// is in now: its fragmentation (engine.SpaceInfo).
+	FreeExtents int `metric:"gauge"`
 	// Log is the fsync log's: log syncs and the contexts they completed
 	// (the group-commit batch), leaf-only relogs. LogTree counts the log
 	// trees' parent write locks and leaf splits.
@@ -113,7 +116,7 @@ func (s *Store) Stats() Stats {
 		RenameWritebacks: s.stats.renameWritebacks.Load(), SpaceWaits: s.stats.spaceWaits.Load(),
 		NameItemFull:  s.stats.nameItemFull.Load(),
 		CreateBatches: s.stats.createBatches.Load(), CreatesBatched: s.stats.createsBatched.Load(),
-		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(),
+		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(), FreeExtents: s.e.Space().FreeExtents,
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(), NodeCache: s.e.CacheStats(),
 		DeviceRoundTrips: RoundTrips{FsyncData: s.stats.fsyncDataRoundTrips.Load(), LogSync: s.e.Stats().LogSyncRoundTrips},
 		Cache:            s.CacheStats(),

@@ -89,6 +89,7 @@ func TestCommand_Serve_Metrics_Conventions(t *testing.T) {
 			"ustore_store_node_cache_bytes":        dto.MetricType_GAUGE,
 			"ustore_store_dirty_bytes":             dto.MetricType_GAUGE,
 			"ustore_store_inodes":                  dto.MetricType_GAUGE,
+			"ustore_store_free_extents":            dto.MetricType_GAUGE,
 		} {
 			switch f := fams[name]; {
 			case f == nil:
