@@ -24,48 +24,70 @@ func (c csumItem) slice(start, end uint64) []byte {
 	return c.sums[(start-c.start)/blockSize*engine.CsumSize : (end-c.start)/blockSize*engine.CsumSize]
 }
 
-// csumsIn returns the csum items overlapping [start, end), payloads copied.
-func (s *Store) csumsIn(start, end uint64) ([]csumItem, error) {
-	var out []csumItem
-	isCsum := func(k engine.Key) bool {
-		return k.ObjectID == engine.CsumObjectID && k.Type == engine.TypeExtentCsum
-	}
-	// One descent: the item below start (which may cover it), then those
-	// from start on.
+// eachCsum calls fn for each csum item overlapping [start, end), in
+// order, while fn returns true; c.sums is the leaf's own payload, valid
+// only during the call. One descent: the item below start (which may
+// cover it), then those from start on.
+func (s *Store) eachCsum(start, end uint64, fn func(c csumItem) bool) error {
 	from := csumKey(start)
-	err := s.csum.IterateFromFloor(from, func(k engine.Key, b []byte) bool {
-		if !isCsum(k) {
+	return s.csum.IterateFromFloor(from, func(k engine.Key, b []byte) bool {
+		if k.ObjectID != engine.CsumObjectID || k.Type != engine.TypeExtentCsum {
 			return k.Less(from) // another kind below the range: go on; above it: done
 		}
 		if k.Offset >= end {
 			return false
 		}
-		out = append(out, csumItem{k.Offset, slices.Clone(b)})
+		if c := (csumItem{k.Offset, b}); c.end() > start {
+			return fn(c)
+		}
 		return true
 	})
-	out = slices.DeleteFunc(out, func(c csumItem) bool { return c.end() <= start })
+}
+
+// csumsIn returns the csum items overlapping [start, end), payloads copied.
+func (s *Store) csumsIn(start, end uint64) ([]csumItem, error) {
+	var out []csumItem
+	err := s.eachCsum(start, end, func(c csumItem) bool {
+		out = append(out, csumItem{c.start, slices.Clone(c.sums)})
+		return true
+	})
 	return out, err
+}
+
+// csumCut is a csum item that freeing a range cuts: where it starts, where
+// it ends, and a copy of its checksums past the range, which a new item
+// keeps (nil if none) — only those are copied out of the leaf.
+type csumCut struct {
+	start, end uint64
+	right      []byte
 }
 
 // deleteCsums deletes the checksums of [start, start+length).
 func (s *Store) deleteCsums(tr *engine.Trans, start, length uint64) error {
 	end := start + length
-	cs, err := s.csumsIn(start, end)
+	var cuts []csumCut
+	err := s.eachCsum(start, end, func(c csumItem) bool {
+		cut := csumCut{start: c.start, end: c.end()}
+		if cut.end > end {
+			cut.right = slices.Clone(c.slice(end, cut.end))
+		}
+		cuts = append(cuts, cut)
+		return true
+	})
 	if err != nil {
 		return err
 	}
-	for _, c := range cs {
+	for _, c := range cuts {
 		key := csumKey(c.start)
-		cutS, cutE := max(c.start, start), min(c.end(), end)
-		if c.start < cutS {
-			if err := s.csum.TruncateItem(tr, key, int((cutS-c.start)/blockSize)*engine.CsumSize); err != nil {
+		if c.start < start {
+			if err := s.csum.TruncateItem(tr, key, int((start-c.start)/blockSize)*engine.CsumSize); err != nil {
 				return err
 			}
 		} else if err := s.csum.DeleteItem(tr, key); err != nil {
 			return err
 		}
-		if c.end() > cutE {
-			if err := s.csum.InsertItem(tr, csumKey(cutE), c.slice(cutE, c.end())); err != nil {
+		if c.right != nil {
+			if err := s.csum.InsertItem(tr, csumKey(end), c.right); err != nil {
 				return err
 			}
 		}
