@@ -202,26 +202,18 @@ func TestExtentSet_Model(t *testing.T) {
 		a := rng.Uint64N(sectors)
 		n := 1 + rng.Uint64N(min(12, sectors-a))
 		start, length := a*SectorSize, n*SectorSize
-		switch rng.IntN(4) {
-		case 0: // add: refused unless no sector of it is free
-			want := noneFree(a, n)
-			if got := s.add(start, length); got != want {
-				t.Fatalf("step %d: add [%d, +%d) = %v, want %v", step, a, n, got, want)
+		switch op := rng.IntN(4); op {
+		case 0, 1: // add: refused unless no sector of it is free; remove: unless it lies inside one free run
+			adding := op == 0
+			name, do, want := "remove", s.remove, allFree(a, n)
+			if adding {
+				name, do, want = "add", s.add, noneFree(a, n)
 			}
-			if want {
-				for i := a; i < a+n; i++ {
-					free[i] = true
-				}
+			if got := do(start, length); got != want {
+				t.Fatalf("step %d: %s [%d, +%d) = %v, want %v", step, name, a, n, got, want)
 			}
-		case 1: // remove: refused unless it lies inside one free run
-			want := allFree(a, n)
-			if got := s.remove(start, length); got != want {
-				t.Fatalf("step %d: remove [%d, +%d) = %v, want %v", step, a, n, got, want)
-			}
-			if want {
-				for i := a; i < a+n; i++ {
-					free[i] = false
-				}
+			for i := a; want && i < a+n; i++ {
+				free[i] = adding
 			}
 		case 2:
 			if got, want := s.overlaps(start, length), !noneFree(a, n); got != want {

@@ -12,15 +12,10 @@ import (
 // atomic load (no commit, no device I/O). It fails unless every fsync took
 // that path (Stats().FsyncCommitted).
 func BenchmarkStore_FsyncCommitted(b *testing.B) {
-	d := newTestDevice(b, 64<<20)
-	s := openTest(b, d, Options{})
+	s, ino := openWithFile(b, 64<<20, Options{})
 	defer closeCheck(b, s)
 	ctx := context.Background()
-	f, err := s.Create(RootIno, "f", 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Write(f.Ino, 0, make([]byte, 64<<10)); err != nil {
+	if _, err := s.Write(ino, 0, make([]byte, 64<<10)); err != nil {
 		b.Fatal(err)
 	}
 	// A commit, not an fsync: an fsync logs the change, and the fsyncs
@@ -32,7 +27,7 @@ func BenchmarkStore_FsyncCommitted(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := s.Fsync(ctx, f.Ino, false); err != nil {
+		if err := s.Fsync(ctx, ino, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -209,21 +204,16 @@ func TestStore_WritebackBatches(t *testing.T) {
 // and a checksum item), the inode's logging and the log sync, without a
 // disk or a socket.
 func BenchmarkStore_OverwriteFsync(b *testing.B) {
-	d := newTestDevice(b, 256<<20)
-	s := openTest(b, d, Options{})
+	s, ino := openWithFile(b, 256<<20, Options{})
 	defer closeCheck(b, s)
 	ctx := context.Background()
-	f, err := s.Create(RootIno, "f", 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
 	const blocks = 2048
 	buf := make([]byte, 4096)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
-	if _, err := s.Write(f.Ino, 0, bytes.Repeat(buf, blocks)); err != nil {
+	if _, err := s.Write(ino, 0, bytes.Repeat(buf, blocks)); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.Sync(ctx); err != nil {
@@ -232,11 +222,11 @@ func BenchmarkStore_OverwriteFsync(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for range 4 {
-			if _, err := s.Write(f.Ino, rng.Uint64N(blocks)*4096, buf); err != nil {
+			if _, err := s.Write(ino, rng.Uint64N(blocks)*4096, buf); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := s.Fsync(ctx, f.Ino, false); err != nil {
+		if err := s.Fsync(ctx, ino, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,16 +9,11 @@ import (
 // a hole per block freed once the commits that freed them are durable,
 // and the gauge counts them; giving the file back merges them again.
 func TestStats_FreeExtents(t *testing.T) {
-	d := newTestDevice(t, 64<<20)
-	s := openTest(t, d, Options{})
+	s, ino := openWithFile(t, 64<<20, Options{})
 	defer closeCheck(t, s)
 	ctx := context.Background()
-	f, err := s.Create(RootIno, "f", 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const blocks = 64
-	if _, err := s.Write(f.Ino, 0, make([]byte, blocks*blockSize)); err != nil {
+	if _, err := s.Write(ino, 0, make([]byte, blocks*blockSize)); err != nil {
 		t.Fatal(err)
 	}
 	syncTwice := func() {
@@ -33,7 +28,7 @@ func TestStats_FreeExtents(t *testing.T) {
 	syncTwice()
 	before := s.Stats().FreeExtents
 	for b := uint64(0); b < blocks; b += 2 {
-		if _, err := s.Write(f.Ino, b*blockSize, []byte{1}); err != nil {
+		if _, err := s.Write(ino, b*blockSize, []byte{1}); err != nil {
 			t.Fatal(err)
 		}
 	}

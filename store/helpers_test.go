@@ -39,6 +39,19 @@ func openTest(t testing.TB, d dev.Device, opts Options) *Store {
 	return s
 }
 
+// openWithFile opens a store on a new memdev of devSize bytes with one
+// empty file, /f, and returns the store and the file's inode; the caller
+// closes the store (closeCheck).
+func openWithFile(t testing.TB, devSize int64, opts Options) (*Store, Ino) {
+	t.Helper()
+	s := openTest(t, newTestDevice(t, devSize), opts)
+	f, err := s.Create(RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, f.Ino
+}
+
 // closeCheck syncs, checks and closes s.
 func closeCheck(t testing.TB, s *Store) {
 	t.Helper()
