@@ -15,7 +15,9 @@
 # docs/BENCHMARKS.md "fsync (issue 6)") and formatted for every run. Results go
 # to OUT (default bench/out/fsync-profile-<time>): bench.txt (the workload's
 # report with the server's counters), cpu.prof (go tool pprof bin/ustore
-# OUT/cpu.prof), serve.log, machine.txt.
+# OUT/cpu.prof), perf.txt and fsyncs.txt (the server's CPU and context
+# switches per fsync, printed with the report; needs perf), serve.log,
+# machine.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,14 +44,43 @@ trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true; 
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
 [ -S "$SOCK" ] || { echo "the server did not start: $OUT/serve.log" >&2; exit 1; }
 
-# The profile covers the middle half of the run.
+# fsyncs_now prints the server's fsyncs so far, every outcome together.
+fsyncs_now() {
+	curl -sf "http://$METRICS/metrics" |
+		awk '/^ustore_store_fsync_(logged|commit|committed|in_log)_total /{s+=$2} END{printf "%d\n", s}'
+}
+
+# The profile covers the middle half of the run, and so does perf stat on
+# the server (when perf is installed): its CPU and context switches over
+# the fsyncs the server counted meanwhile are the cost of a cycle (the
+# job's writes and its fsync), the figure issue 11 reports.
 secs=${DURATION%s}
 ( sleep $((secs / 4)); curl -sf -o "$OUT/cpu.prof" "http://$METRICS/debug/pprof/profile?seconds=$((secs / 2))" ) &
 prof=$!
+(
+	sleep $((secs / 4))
+	before=$(fsyncs_now)
+	if command -v perf > /dev/null; then
+		perf stat -x, -e task-clock,context-switches -p "$server" -- sleep $((secs / 2)) 2> "$OUT/perf.txt" || true
+	else
+		sleep $((secs / 2))
+	fi
+	echo "$before $(fsyncs_now)" > "$OUT/fsyncs.txt"
+) &
+cost=$!
 bin/ustore bench fsync-randwrite --socket "$SOCK" --metrics "$METRICS" --jobs "$JOBS" --duration "$DURATION" > "$OUT/bench.txt"
-wait $prof
+wait $prof $cost
 uptime >> "$OUT/machine.txt"
 cat "$OUT/bench.txt"
 echo
+if [ -s "$OUT/perf.txt" ]; then
+	read -r before after < "$OUT/fsyncs.txt"
+	awk -F, -v n=$((after - before)) '
+		$3 == "task-clock" { cpu = $1 }        # milliseconds
+		$3 == "context-switches" { cs = $1 }
+		END {
+			if (n > 0) printf "server, middle half of the run: %d fsyncs, %.0f µs of CPU and %.1f context switches per fsync (with its writes)\n\n", n, cpu * 1000 / n, cs / n
+		}' "$OUT/perf.txt"
+fi
 go tool pprof -top -nodecount=25 bin/ustore "$OUT/cpu.prof" 2>/dev/null | sed -n '4,35p'
 echo "results: $OUT"
