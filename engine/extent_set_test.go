@@ -135,45 +135,30 @@ func TestExtentSet_Model(t *testing.T) {
 	var free [sectors]bool
 	s := extentSet{big: 4 * SectorSize}
 	rng := rand.New(rand.NewPCG(7, 11))
-	allFree := func(a, n uint64) bool {
-		for i := a; i < a+n; i++ {
-			if !free[i] {
-				return false
-			}
-		}
-		return true
-	}
-	noneFree := func(a, n uint64) bool {
+	// freeIn counts the free sectors of [a, a+n).
+	freeIn := func(a, n uint64) uint64 {
+		k := uint64(0)
 		for i := a; i < a+n; i++ {
 			if free[i] {
-				return false
+				k++
 			}
 		}
-		return true
+		return k
 	}
-	// runOf returns the free run holding sector i: [a, b).
-	runOf := func(i uint64) (uint64, uint64) {
-		a, b := i, i
-		for a > 0 && free[a-1] {
-			a--
-		}
-		for b < sectors && free[b] {
-			b++
-		}
-		return a, b
-	}
-	// findModel is findFrom on the bitmap.
+	allFree := func(a, n uint64) bool { return freeIn(a, n) == n }
+	noneFree := func(a, n uint64) bool { return freeIn(a, n) == 0 }
+	// findModel is findFrom on the bitmap's runs of free sectors.
 	findModel := func(cursor, n uint64) (uint64, bool) {
 		c := cursor / SectorSize
 		var runs [][2]uint64
-		for i := uint64(0); i < sectors; {
-			if !free[i] {
-				i++
-				continue
+		for i := uint64(0); i < sectors; i++ {
+			switch {
+			case !free[i]:
+			case i > 0 && free[i-1]:
+				runs[len(runs)-1][1] = i + 1
+			default:
+				runs = append(runs, [2]uint64{i, i + 1})
 			}
-			a, b := runOf(i)
-			runs = append(runs, [2]uint64{a, b})
-			i = b
 		}
 		first := len(runs)
 		for j, r := range runs {

@@ -54,12 +54,12 @@ func (s *Store) csumsIn(start, end uint64) ([]csumItem, error) {
 	return out, err
 }
 
-// csumCut is a csum item that freeing a range cuts: where it starts, where
-// it ends, and a copy of its checksums past the range, which a new item
-// keeps (nil if none) — only those are copied out of the leaf.
+// csumCut is a csum item that freeing a range cuts: where it starts, and
+// a copy of its checksums past the range, which a new item keeps (nil if
+// none) — only those are copied out of the leaf.
 type csumCut struct {
-	start, end uint64
-	right      []byte
+	start uint64
+	right []byte
 }
 
 // deleteCsums deletes the checksums of [start, start+length).
@@ -67,9 +67,9 @@ func (s *Store) deleteCsums(tr *engine.Trans, start, length uint64) error {
 	end := start + length
 	var cuts []csumCut
 	err := s.eachCsum(start, end, func(c csumItem) bool {
-		cut := csumCut{start: c.start, end: c.end()}
-		if cut.end > end {
-			cut.right = slices.Clone(c.slice(end, cut.end))
+		cut := csumCut{start: c.start}
+		if c.end() > end {
+			cut.right = slices.Clone(c.slice(end, c.end()))
 		}
 		cuts = append(cuts, cut)
 		return true

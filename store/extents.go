@@ -95,27 +95,19 @@ func (s *Store) dropFound(tr *engine.Trans, ino Ino, start, end uint64, keep []e
 			continue
 		}
 		cutS, cutE := max(f.off, start), min(f.end(), end)
-		disk := uint64(f.x.DiskBytenr) + (cutS - f.off)
-		for _, x := range subtract(extent{disk, cutE - cutS}, keep) {
-			s.e.FreeData(tr, engine.Bytenr(x.start), x.length)
-			if err := s.deleteCsums(tr, x.start, x.length); err != nil {
-				return freed, err
-			}
+		left, right, disk := f.cut(cutS, cutE)
+		if err := s.freeBlocks(tr, disk, cutE-cutS, keep); err != nil {
+			return freed, err
 		}
 		freed += cutE - cutS
-		if f.off < cutS {
-			left := f.x
-			left.NumBytes = cutS - f.off
+		if left.NumBytes > 0 {
 			if err := s.fs.UpdateItem(tr, key, func(b []byte) { left.Encode(b[:0]) }); err != nil {
 				return freed, err
 			}
 		} else if err := s.fs.DeleteItem(tr, key); err != nil {
 			return freed, err
 		}
-		if f.end() > cutE {
-			right := f.x
-			right.DiskBytenr += engine.Bytenr(cutE - f.off)
-			right.NumBytes = f.end() - cutE
+		if right.NumBytes > 0 {
 			if err := s.fs.InsertItem(tr, extentKey(ino, cutE), right.Encode(nil)); err != nil {
 				return freed, err
 			}
@@ -148,29 +140,23 @@ func (s *Store) mapExtent(tr *engine.Trans, in *inode, off uint64, fe engine.Fil
 		return freed, s.fs.InsertItem(tr, extentKey(in.ino, off), fe.Encode(nil))
 	}
 	f := xs[0]
-	disk := uint64(f.x.DiskBytenr) + (off - f.off)
-	s.e.FreeData(tr, engine.Bytenr(disk), fe.NumBytes)
-	if err := s.deleteCsums(tr, disk, fe.NumBytes); err != nil {
+	left, right, disk := f.cut(off, end)
+	if err := s.freeBlocks(tr, disk, fe.NumBytes, nil); err != nil {
 		return 0, err
 	}
 	var keys []engine.Key
 	var items [][]byte
-	if f.off == off {
+	if left.NumBytes == 0 {
 		if err := s.fs.UpdateItem(tr, extentKey(in.ino, off), func(b []byte) { fe.Encode(b[:0]) }); err != nil {
 			return fe.NumBytes, err
 		}
 	} else {
-		left := f.x
-		left.NumBytes = off - f.off
 		if err := s.fs.UpdateItem(tr, extentKey(in.ino, f.off), func(b []byte) { left.Encode(b[:0]) }); err != nil {
 			return fe.NumBytes, err
 		}
 		keys, items = append(keys, extentKey(in.ino, off)), append(items, fe.Encode(nil))
 	}
-	if f.end() > end {
-		right := f.x
-		right.DiskBytenr += engine.Bytenr(end - f.off)
-		right.NumBytes = f.end() - end
+	if right.NumBytes > 0 {
 		keys, items = append(keys, extentKey(in.ino, end)), append(items, right.Encode(nil))
 	}
 	if len(keys) == 0 {
@@ -181,6 +167,30 @@ func (s *Store) mapExtent(tr *engine.Trans, in *inode, off uint64, fe engine.Fil
 		return fe.NumBytes, err
 	}
 	return fe.NumBytes, s.fs.InsertItems(tr, b)
+}
+
+// cut splits regular extent f around the file range [cutS, cutE) inside
+// it: the part before (its item keeps it), the part after (a new item at
+// cutE) — NumBytes 0 where there is none — and where the range's blocks
+// start on the device.
+func (f fileExtent) cut(cutS, cutE uint64) (left, right engine.FileExtent, disk uint64) {
+	left, right = f.x, f.x
+	left.NumBytes = cutS - f.off
+	right.DiskBytenr += engine.Bytenr(cutE - f.off)
+	right.NumBytes = f.end() - cutE
+	return left, right, uint64(f.x.DiskBytenr) + (cutS - f.off)
+}
+
+// freeBlocks frees the data blocks [disk, disk+length) and their
+// checksums, but for those in keep.
+func (s *Store) freeBlocks(tr *engine.Trans, disk, length uint64, keep []extent) error {
+	for _, x := range subtract(extent{disk, length}, keep) {
+		s.e.FreeData(tr, engine.Bytenr(x.start), x.length)
+		if err := s.deleteCsums(tr, x.start, x.length); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // extent is a disk range.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"ustore/engine"
 	"ustore/internal/assert"
@@ -299,14 +300,16 @@ func (s *Store) appendFileLog(w *logtree.Writer, ino Ino, rs []rng) error {
 	var sumKeys []engine.Key
 	var sums [][]byte
 	for _, x := range regular {
-		cs, err := s.csumsIn(uint64(x.DiskBytenr), uint64(x.DiskEnd()))
+		a, b := uint64(x.DiskBytenr), uint64(x.DiskEnd())
+		// Only the extent's part of each item is copied out of the leaf.
+		err := s.eachCsum(a, b, func(c csumItem) bool {
+			start, end := max(c.start, a), min(c.end(), b)
+			sumKeys = append(sumKeys, csumKey(start))
+			sums = append(sums, slices.Clone(c.slice(start, end)))
+			return true
+		})
 		if err != nil {
 			return err
-		}
-		for _, c := range cs {
-			start, end := max(c.start, uint64(x.DiskBytenr)), min(c.end(), uint64(x.DiskEnd()))
-			sumKeys = append(sumKeys, csumKey(start))
-			sums = append(sums, c.slice(start, end))
 		}
 	}
 	return logCsums(w, sumKeys, sums)
