@@ -60,11 +60,11 @@ func (t *Tree) lockSiblings(tr *Trans, parent *ExtentBuffer, slot int) (left, ri
 	if slot+1 >= parent.ItemCount() {
 		leftSlot = slot - 1
 	}
-	left, err = t.lockChildForWrite(tr, parent, leftSlot)
+	left, err = t.lockChildForWrite(tr, parent, leftSlot, true)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	right, err = t.lockChildForWrite(tr, parent, leftSlot+1)
+	right, err = t.lockChildForWrite(tr, parent, leftSlot+1, true)
 	if err != nil {
 		left.lock.Unlock()
 		return nil, nil, 0, err
@@ -73,8 +73,9 @@ func (t *Tree) lockSiblings(tr *Trans, parent *ExtentBuffer, slot int) (left, ri
 }
 
 // lockChildForWrite locks child slot of a write-locked parent of
-// transaction tr, CoW'ing it into tr if older.
-func (t *Tree) lockChildForWrite(tr *Trans, parent *ExtentBuffer, slot int) (*ExtentBuffer, error) {
+// transaction tr, CoW'ing it into tr if older; reserveOK as Path's (a
+// delete's rebalance may use the metadata reserve, an insert's push not).
+func (t *Tree) lockChildForWrite(tr *Trans, parent *ExtentBuffer, slot int, reserveOK bool) (*ExtentBuffer, error) {
 	e := t.eng
 	child, err := e.readChild(t, parent, slot)
 	if err != nil {
@@ -85,7 +86,7 @@ func (t *Tree) lockChildForWrite(tr *Trans, parent *ExtentBuffer, slot int) (*Ex
 		return child, nil
 	}
 	var p Path
-	p.reserveOK = true // only deletes rebalance
+	p.reserveOK = reserveOK
 	p.Nodes[0], p.locks[0] = child, writeLocked
 	p.Nodes[1], p.Slots[1] = parent, slot
 	if err := t.cow(tr, &p, 0); err != nil {
@@ -111,13 +112,13 @@ func (t *Tree) balanceLeaf(tr *Trans, p *Path) error {
 	var left, right *ExtentBuffer
 	leftSlot := slot
 	if slot+1 < parent.ItemCount() {
-		sib, err := t.lockChildForWrite(tr, parent, slot+1)
+		sib, err := t.lockChildForWrite(tr, parent, slot+1, true)
 		if err != nil {
 			return err
 		}
 		left, right = leaf, sib
 	} else {
-		sib, err := t.lockChildForWrite(tr, parent, slot-1)
+		sib, err := t.lockChildForWrite(tr, parent, slot-1, true)
 		if err != nil {
 			return err
 		}

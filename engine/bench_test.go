@@ -53,6 +53,9 @@ import (
 var benchKeyCount = flag.Int("engine.bench.keys", 200_000,
 	"keys inserted (and looked up) by BenchmarkEngineVsBbolt_*")
 
+var benchNoLeafPush = flag.Bool("engine.bench.no-leaf-push", false,
+	"mount the ustore engines of the benchmarks with Options.NoLeafPush (the ablation of push.go)")
+
 const (
 	benchValueSize   = 100
 	benchCommitEvery = 10_000 // inserts per commit, both engines
@@ -160,7 +163,7 @@ func openUstoreBench(b *testing.B, path string) *ustoreStore {
 	if err := Mkfs(d, MkfsOptions{NodeSize: benchNodeSize}); err != nil {
 		b.Fatal(err)
 	}
-	e, err := Mount(d, Options{Logger: quiet(), CommitInterval: 5 * time.Minute, DirtyBytesMax: 8 << 30})
+	e, err := Mount(d, Options{Logger: quiet(), CommitInterval: 5 * time.Minute, DirtyBytesMax: 8 << 30, NoLeafPush: *benchNoLeafPush})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -398,7 +401,7 @@ func BenchmarkEngineVsBbolt_Insert(b *testing.B) {
 	for _, writers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			var tU, tP, tB time.Duration
-			var restarts, parentLocks, bytesU, bytesB, readsU, readsP uint64
+			var restarts, parentLocks, bytesU, bytesB, readsU, readsP, splits, pushes uint64
 			var lockWaitU, lockWaitP time.Duration
 			var commitWall time.Duration
 			for i := 0; i < b.N; i++ {
@@ -434,6 +437,8 @@ func BenchmarkEngineVsBbolt_Insert(b *testing.B) {
 				st := u.tree.Stats()
 				restarts += st.Restarts
 				parentLocks += st.ParentWriteLocks
+				splits += st.LeafSplits
+				pushes += st.LeafPushes
 				lockWaitU += u.lockWait()
 				lockWaitP += up.lockWait()
 				commitWall += u.commitWall
@@ -467,6 +472,8 @@ func BenchmarkEngineVsBbolt_Insert(b *testing.B) {
 			b.ReportMetric(float64(readsP)/ops, "ustore-pipelined-node-reads/insert")
 			b.ReportMetric(float64(restarts)/ops, "ustore-restarts/insert")
 			b.ReportMetric(float64(parentLocks)/ops, "ustore-parentlocks/insert")
+			b.ReportMetric(1000*float64(splits)/ops, "ustore-leaf-splits/1k-inserts")
+			b.ReportMetric(1000*float64(pushes)/ops, "ustore-leaf-pushes/1k-inserts")
 		})
 	}
 }

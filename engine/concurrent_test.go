@@ -135,6 +135,9 @@ func TestTree_Concurrent_WithCommits(t *testing.T) {
 	if e.Stats().Commits < 2 {
 		t.Fatalf("only %d commits ran beside the writers", e.Stats().Commits)
 	}
+	if tree.Stats().LeafPushes == 0 {
+		t.Fatal("no leaf pushed into a sibling: concurrent pushes went untested")
+	}
 	closeEngine(t, e)
 	e = mount(t, d)
 	compareTree(t, e.Tree(testTree), all)

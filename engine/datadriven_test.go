@@ -50,6 +50,9 @@ import (
 //	stats                       the tree's counters moved since the last
 //	                            stats (or mount)
 //	fsck                        Check: "clean" or the problems
+//	leaf-push on|off            whether a full leaf tries its siblings
+//	                            before it splits (push.go; on by default,
+//	                            as in Mount; kept across reset and remount)
 //
 // Mutations print "ok" or "error: " and the error.
 func TestDataDriven(t *testing.T) {
@@ -116,6 +119,9 @@ type ddHarness struct {
 	e     *Engine
 	tr    *Trans    // the open handle, nil between transactions
 	stats TreeStats // the tree's counters at the last stats (or mount)
+	// noPush is leaf-push off: every engine of the file mounts without
+	// leaf pushes.
+	noPush bool
 }
 
 const ddDeviceBytes = 32 << 20
@@ -137,6 +143,7 @@ func (h *ddHarness) reset(nodeSize int) {
 
 func (h *ddHarness) mount() {
 	h.e = mount(h.t, h.d)
+	h.e.noLeafPush = h.noPush
 	if tree := h.tree(); tree != nil {
 		h.stats = tree.Stats()
 	} else {
@@ -249,11 +256,26 @@ func (h *ddHarness) run(t *testing.T, td *datadriven.TestData) string {
 		s := h.tree().Stats()
 		was := h.stats
 		h.stats = s
-		return fmt.Sprintf("leaf-splits=%d node-splits=%d merges=%d rebalances=%d\ncows=%d parent-write-locks=%d restarts=%d items-inserted=%d",
+		out := fmt.Sprintf("leaf-splits=%d node-splits=%d merges=%d rebalances=%d\ncows=%d parent-write-locks=%d restarts=%d items-inserted=%d",
 			s.LeafSplits-was.LeafSplits, s.NodeSplits-was.NodeSplits, s.Merges-was.Merges, s.Rebalances-was.Rebalances,
 			s.CoWs-was.CoWs, s.ParentWriteLocks-was.ParentWriteLocks, s.Restarts-was.Restarts, s.ItemsInserted-was.ItemsInserted)
+		if n := s.LeafPushes - was.LeafPushes; n > 0 {
+			out += fmt.Sprintf("\nleaf-pushes=%d", n)
+		}
+		return out
 	case "fsck":
 		return h.fsck()
+	case "leaf-push":
+		switch {
+		case a.has("on"):
+			h.noPush = false
+		case a.has("off"):
+			h.noPush = true
+		default:
+			a.fail("leaf-push: on or off")
+		}
+		h.e.noLeafPush = h.noPush
+		return "ok"
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)
 	return ""
@@ -413,7 +435,7 @@ func (h *ddHarness) crash(a ddArgs) string {
 		fmt.Fprintf(&b, "\nclosing the engine that crashed: %v", err)
 	}
 	h.d = crashed
-	e, err := Mount(h.d, Options{Logger: quiet(), CommitInterval: 60e9})
+	e, err := Mount(h.d, Options{Logger: quiet(), CommitInterval: 60e9, NoLeafPush: h.noPush})
 	if err != nil {
 		h.e = nil
 		a.fail("mount after the crash: %v", err)

@@ -10,8 +10,8 @@
 // generation, a log generation, an inode number and its keys), format.go
 // (layouts and sizes), extent_buffer.go (a node in memory), leaf.go
 // (packing items in a leaf, pointers in a node), path.go and search_slot.go
-// (the locked search path), cow.go, split.go, balance.go (the three ways
-// a search changes the tree), items.go (insert, batch insert, delete,
+// (the locked search path), cow.go, push.go, split.go, balance.go (the
+// four ways a search changes the tree), items.go (insert, batch insert, delete,
 // update, resize, iterate), alloc.go, extent_set.go, free_space_tree.go
 // (space), commit.go, mount.go, superblock.go, superblock_choice.go,
 // log_tree.go (log trees and their syncs), log_chain.go and
@@ -65,7 +65,7 @@
 //     its parent. (readChild, fsck)
 //  3. Every non-root node holds at least a quarter of its capacity: leaves in
 //     bytes, internal nodes in pointers. (splitLeaf's boundary choice,
-//     balanceLeaf, balanceChild; fsck)
+//     pushLeaf's even share, balanceLeaf, balanceChild; fsck)
 //  4. An item payload is at most a quarter of a leaf, so every split can
 //     place it and both halves stay in bounds. (InsertItems, ResizeItem)
 //  5. A node of an older generation is never changed: it is CoW'd first.

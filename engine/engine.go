@@ -35,6 +35,9 @@ type Options struct {
 	// ReadOnly mounts for reading only: nothing is ever written
 	// (read_only.go).
 	ReadOnly bool
+	// NoLeafPush splits every full leaf without first trying to move
+	// items into a sibling (push.go): an ablation, for benchmarks.
+	NoLeafPush bool
 }
 
 // Engine is a mounted filesystem of B-trees on one device.
@@ -71,6 +74,8 @@ type Engine struct {
 	failed   atomic.Pointer[error]
 	stats    engineStats
 	readOnly bool // Options.ReadOnly: Start refuses (read_only.go)
+	// noLeafPush is Options.NoLeafPush: splits without pushes (push.go).
+	noLeafPush bool
 }
 
 // Trans is a handle on the running transaction: every change to a tree is

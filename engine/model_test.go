@@ -222,6 +222,9 @@ func TestEngine_Model_Random(t *testing.T) {
 				commit(t, e)
 				check(t, e)
 				if round%4 == 3 {
+					if e.Tree(testTree).Stats().LeafPushes == 0 {
+						t.Fatal("no leaf pushed into a sibling: the model did not cover push.go")
+					}
 					closeEngine(t, e)
 					e = mount(t, d)
 					check(t, e)

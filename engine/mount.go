@@ -139,6 +139,7 @@ func Mount(d dev.Device, opts Options) (*Engine, error) {
 		alloc: newAllocator(sb.TotalBytes, uint64(sb.NodeSize)), trees: map[uint64]*Tree{},
 		dirty: map[Generation]map[Bytenr]*ExtentBuffer{}, sb: sb, usedBytes: sb.BytesUsed,
 		logs: map[journal.Transid]*logState{}, super: choice, readOnly: opts.ReadOnly,
+		noLeafPush: opts.NoLeafPush,
 	}
 	e.logTree = newTree(e, LogTreeID)
 	rootTree := newTree(e, RootTreeID)

@@ -39,6 +39,9 @@ func TestTree_Shape_AfterEveryOp(t *testing.T) {
 			}
 			tr.End()
 			compareTree(t, tree, m)
+			if tree.Stats().LeafPushes == 0 {
+				t.Fatal("no leaf pushed into a sibling: the shape check did not cover push.go")
+			}
 			commit(t, e)
 			check(t, e)
 			closeEngine(t, e)

@@ -14,6 +14,11 @@ import "ustore/internal/assert"
 // nodes were split on the way down.
 func (t *Tree) splitLeaf(tr *Trans, p *Path, key Key, extra int, grow bool) error {
 	e := t.eng
+	if !grow {
+		if ok, err := t.pushLeaf(tr, p, key, extra); ok || err != nil {
+			return err
+		}
+	}
 	left := p.Nodes[0]
 	slot := p.Slots[0]
 	n := left.ItemCount()

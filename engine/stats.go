@@ -10,6 +10,7 @@ import (
 
 type treeStats struct {
 	cows, leafSplits, nodeSplits, merges, rebalances, restarts atomic.Uint64
+	leafPushes                                                 atomic.Uint64
 	parentWriteLocks, itemsInserted                            atomic.Uint64
 }
 
@@ -21,6 +22,9 @@ type TreeStats struct {
 	// parent write locks that an insLen 0 search avoids.
 	ParentWriteLocks uint64
 	ItemsInserted    uint64
+	// LeafPushes counts full leaves that made room by moving items into a
+	// sibling instead of splitting (push.go).
+	LeafPushes uint64
 }
 
 // Stats returns the tree's counters.
@@ -30,6 +34,7 @@ func (t *Tree) Stats() TreeStats {
 		CoWs: s.cows.Load(), LeafSplits: s.leafSplits.Load(), NodeSplits: s.nodeSplits.Load(),
 		Merges: s.merges.Load(), Rebalances: s.rebalances.Load(), Restarts: s.restarts.Load(),
 		ParentWriteLocks: s.parentWriteLocks.Load(), ItemsInserted: s.itemsInserted.Load(),
+		LeafPushes: s.leafPushes.Load(),
 	}
 }
 

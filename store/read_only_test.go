@@ -113,7 +113,9 @@ func TestStore_OpenReadOnly_DamagedTree(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := newTestDevice(t, 64<<20)
 			s := openTest(t, d, Options{})
-			const files = 3000
+			// Enough entries for two level-1 nodes in the fs tree with the
+			// root directory's last entries in the second one.
+			const files = 5000
 			inos := make([]Ino, files)
 			content := func(i int) []byte {
 				if i%100 == 0 { // some files with data blocks
