@@ -7,17 +7,29 @@
 // Mapping of the dev contract onto the ring:
 //
 //	Read/Write, one IO      ring.ReadAt/WriteAt (the direct path when the ring is idle)
-//	Read/Write, a batch     one ring.Do: every IO in parallel, one handoff
+//	Read/Write, a batch     one ring.Do: every IO in parallel, one handoff; writes
+//	                        that follow each other in the batch and on the device
+//	                        go as one writev (at most mergeIOsMax IOs): one request
+//	                        for the device, whose cost on a virtual disk is per
+//	                        request more than per byte (addIOs)
 //	Flush                   fdatasync (ring.Fsync)
-//	WriteDurable stage      the stage's writes, then an fdatasync ordered after them
-//	                        (linked behind a lone write; IOSQE_IO_DRAIN behind many),
-//	                        all in one submission; the next stage is submitted only
-//	                        after this one's flush succeeded
+//	WriteDurable stage      the stage's writes, then an fdatasync ordered after them:
+//	                        linked behind a lone write (or a lone writev), in one
+//	                        submission; behind several, submitted once all have
+//	                        completed (a flush covers only completed writes); the
+//	                        next stage is submitted only after this one's flush
+//	                        succeeded
+//
+// A writev takes no registered buffer (the ring has no vectored fixed op);
+// the pool's buffers are fixed only when written apart — nothing in the
+// store writes from them today. Reads are never merged.
 //
 // # Invariants
 //
 //  1. Every batch is checked with dev.CheckIO before a single op is queued.
-//  2. A stage's flush is ordered after all of its writes (link or drain), and
-//     no write of the next stage is queued before that flush has returned 0.
-//  3. Errnos from the medium reach the caller wrapped by dev.MediumError.
+//  2. A stage's flush is ordered after all of its writes (a link, or a wait
+//     for their completions), and no write of the next stage is queued
+//     before that flush has returned 0.
+//  3. Errnos from the medium reach the caller wrapped by dev.MediumError; a
+//     writev's error is reported on every IO it carried.
 package uringdev

@@ -58,7 +58,9 @@ func TestDevice_Write_PoolBuffersAreFixed(t *testing.T) {
 		for j := range b {
 			b[j] = byte(i + j)
 		}
-		ios[i] = dev.IO{Off: int64(i) * int64(len(b)), Buf: b}
+		// A gap after each: adjacent writes would go as one writev, which
+		// takes no registered buffer.
+		ios[i] = dev.IO{Off: int64(2*i) * int64(len(b)), Buf: b}
 	}
 	if err := d.Write(ios); err != nil {
 		t.Fatal(err)
@@ -84,14 +86,78 @@ func TestDevice_WriteDurable_Stages(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := d.Ring().Stats()
-	// Stage 1: 4 writes in one batch, then a flush (the idle ring's direct
-	// path); stage 2: a write linked to its flush, one submission.
-	if ring, direct := st.Completed-before.Completed, st.Direct-before.Direct; ring != 6 || direct != 1 {
-		t.Fatalf("%d ring ops and %d direct, want 6 and 1", ring, direct)
+	// Stage 1: 4 adjacent writes, one writev linked to its flush; stage 2:
+	// a write linked to its flush. Two submissions of two ops each.
+	if ring, direct := st.Completed-before.Completed, st.Direct-before.Direct; ring != 4 || direct != 0 {
+		t.Fatalf("%d ring ops and %d direct, want 4 and 0", ring, direct)
+	}
+	// Nodes apart from each other: 4 writes in one batch, then a flush
+	// (the idle ring's direct path).
+	for i := range nodes {
+		nodes[i].Off = int64(2*i+2) * dev.SectorSize
+	}
+	before = d.Ring().Stats()
+	if err := d.WriteDurable(nodes); err != nil {
+		t.Fatal(err)
+	}
+	st = d.Ring().Stats()
+	if ring, direct := st.Completed-before.Completed, st.Direct-before.Direct; ring != 4 || direct != 1 {
+		t.Fatalf("apart: %d ring ops and %d direct, want 4 and 1", ring, direct)
 	}
 	got := dev.AlignedBuffer(dev.SectorSize)
 	if err := d.Read([]dev.IO{{Off: 0, Buf: got}}); err != nil || got[100] != 0xEE {
 		t.Fatalf("superblock read back: %v, byte %#x", err, got[100])
+	}
+}
+
+// TestDevice_Write_AdjacentAsOneRequest: writes that follow each other in
+// the batch and on the device go as one writev — one request for the
+// device — and land where each IO said; a gap or an out-of-order IO starts
+// a new op.
+func TestDevice_Write_AdjacentAsOneRequest(t *testing.T) {
+	d := openTest(t, Options{})
+	const s = dev.SectorSize
+	offs := []int64{10 * s, 11 * s, 12 * s, 20 * s, 21 * s, 5 * s, 6 * s}
+	ios := make([]dev.IO, len(offs))
+	for i, off := range offs {
+		ios[i] = dev.IO{Off: off, Buf: dev.AlignedBuffer(s)}
+		for j := range ios[i].Buf {
+			ios[i].Buf[j] = byte(i + 1)
+		}
+	}
+	before := d.Ring().Stats()
+	if err := d.Write(ios); err != nil {
+		t.Fatal(err)
+	}
+	// 10–12, 20–21, 5–6: three ops.
+	if n := d.Ring().Stats().Completed - before.Completed; n != 3 {
+		t.Fatalf("%d ring ops for 3 runs of adjacent writes", n)
+	}
+	for i, off := range offs {
+		got := dev.AlignedBuffer(s)
+		if err := d.Read([]dev.IO{{Off: off, Buf: got}}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, bytes.Repeat([]byte{byte(i + 1)}, s)) {
+			t.Fatalf("block at %d: byte %d, want %d", off, got[0], i+1)
+		}
+	}
+	// More than mergeIOsMax adjacent writes: more than one op, all written.
+	many := make([]dev.IO, mergeIOsMax+3)
+	for i := range many {
+		many[i] = dev.IO{Off: int64(100+i) * s, Buf: bytes.Repeat([]byte{0xA5}, s)}
+		many[i].Buf = append(dev.AlignedBuffer(s)[:0], many[i].Buf...)
+	}
+	before = d.Ring().Stats()
+	if err := d.Write(many); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Ring().Stats().Completed - before.Completed; n != 2 {
+		t.Fatalf("%d ring ops for %d adjacent writes, want 2", n, len(many))
+	}
+	got := dev.AlignedBuffer(s)
+	if err := d.Read([]dev.IO{{Off: int64(100+mergeIOsMax+2) * s, Buf: got}}); err != nil || got[0] != 0xA5 {
+		t.Fatalf("the last of the adjacent writes: %v, byte %#x", err, got[0])
 	}
 }
 
