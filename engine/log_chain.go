@@ -34,7 +34,8 @@ import (
 // The logged data is verified against its logged checksums for the same
 // reason (logtree.Replay): it sat unflushed beside the record.
 //
-// Record, one 4096-byte block at the start of a node-sized block:
+// Record, one 4096-byte block at the start of a node-sized block (SyncLog
+// writes the whole block, zeros after the record: see there):
 //
 //	off size field
 //	  0    4 crc32c of bytes [8, 4096)

@@ -1,6 +1,7 @@
 package uringdev
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,7 +223,7 @@ func (d *Device) run(b *batch, ios []dev.IO) error {
 		err := d.mapErr(op.Kind, op.Off, op.Err)
 		if i < len(b.groups) {
 			// A writev's error is each of its IOs'.
-			for j := b.groups[i]; j < b.groupEnd(i, len(ios)); j++ {
+			for _, j := range b.order[b.groups[i]:b.groupEnd(i, len(ios))] {
 				ios[j].Err = err
 			}
 		} else if err != nil {
@@ -273,8 +274,11 @@ func (d *Device) Close() error {
 type batch struct {
 	ops  []ring.Op
 	ptrs []*ring.Op
-	// groups[k] is the index of op k's first IO, for the ops addIOs made
-	// (a trailing flush has none); bufs backs their writevs' Bufs.
+	// order lists the IOs' indexes in the order addIOs made ops of them
+	// (by offset, for writes); groups[k] is where op k's IOs start in
+	// order, for the ops addIOs made (a trailing flush has none); bufs
+	// backs their writevs' Bufs.
+	order  []int
 	groups []int
 	bufs   [][]byte
 }
@@ -283,29 +287,38 @@ type batch struct {
 // UIO_MAXIOV is 1024).
 const mergeIOsMax = 64
 
-// addIOs adds one op per IO, except that writes that follow each other in
-// ios and on the device become one writev of their buffers. (Reads stay
-// one op each: a read is short only at the file's end, and one op per IO
-// keeps that end on the IO that met it.) Each op the device handles is a request, and on a virtual disk
-// each request is an exit to the hypervisor: an fsync's four 4 KiB blocks,
+// addIOs adds one op per IO, except that writes adjacent on the device —
+// in whatever order the batch lists them — become one writev of their
+// buffers. Each op the device handles is a request, and on a virtual disk
+// each request costs more than its bytes: an fsync's four 4 KiB blocks,
 // allocated side by side, were four requests, 45–60 µs of submission for
 // the first and ~230 µs of device time for the four (docs/BENCHMARKS.md,
-// "Adjacent writes as one request").
+// "Adjacent writes as one request"). The IOs of a batch run in parallel, so
+// their order within it means nothing to the device. (Reads stay one op
+// each, in order: a read is short only at the file's end, and one op per
+// IO keeps that end on the IO that met it.)
 func (b *batch) addIOs(kind ring.OpKind, fd int, ios []dev.IO) {
-	for i := 0; i < len(ios); {
+	for i := range ios {
+		b.order = append(b.order, i)
+	}
+	if kind == ring.OpWrite && !slices.IsSortedFunc(ios, byOff) {
+		slices.SortFunc(b.order, func(x, y int) int { return cmp.Compare(ios[x].Off, ios[y].Off) })
+	}
+	for i := 0; i < len(b.order); {
+		first := &ios[b.order[i]]
 		j := i + 1
-		end := ios[i].Off + int64(len(ios[i].Buf))
-		for kind == ring.OpWrite && j < len(ios) && j-i < mergeIOsMax && ios[j].Off == end {
-			end += int64(len(ios[j].Buf))
+		end := first.Off + int64(len(first.Buf))
+		for kind == ring.OpWrite && j < len(b.order) && j-i < mergeIOsMax && ios[b.order[j]].Off == end {
+			end += int64(len(ios[b.order[j]].Buf))
 			j++
 		}
-		op := ring.Op{Kind: kind, Fd: fd, Off: ios[i].Off}
+		op := ring.Op{Kind: kind, Fd: fd, Off: first.Off}
 		if j-i == 1 {
-			op.Buf = ios[i].Buf
+			op.Buf = first.Buf
 		} else {
 			start := len(b.bufs)
 			for k := i; k < j; k++ {
-				b.bufs = append(b.bufs, ios[k].Buf)
+				b.bufs = append(b.bufs, ios[b.order[k]].Buf)
 			}
 			op.Bufs = b.bufs[start:len(b.bufs):len(b.bufs)]
 		}
@@ -314,6 +327,8 @@ func (b *batch) addIOs(kind ring.OpKind, fd int, ios []dev.IO) {
 		i = j
 	}
 }
+
+func byOff(x, y dev.IO) int { return cmp.Compare(x.Off, y.Off) }
 
 // groupEnd is the end of op k's IOs among n.
 func (b *batch) groupEnd(k, n int) int {
@@ -338,6 +353,7 @@ func (d *Device) putBatch(b *batch) {
 func (b *batch) reset() {
 	b.ops = b.ops[:0]
 	b.ptrs = b.ptrs[:0]
+	b.order = b.order[:0]
 	b.groups = b.groups[:0]
 	clear(b.bufs)
 	b.bufs = b.bufs[:0]

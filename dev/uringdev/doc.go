@@ -8,7 +8,7 @@
 //
 //	Read/Write, one IO      ring.ReadAt/WriteAt (the direct path when the ring is idle)
 //	Read/Write, a batch     one ring.Do: every IO in parallel, one handoff; writes
-//	                        that follow each other in the batch and on the device
+//	                        adjacent on the device, in any order in the batch,
 //	                        go as one writev (at most mergeIOsMax IOs): one request
 //	                        for the device, whose cost on a virtual disk is per
 //	                        request more than per byte (addIOs)
