@@ -83,8 +83,10 @@ type chainRecord struct {
 	digest  uint32
 }
 
-func (r *chainRecord) encode(fsid [16]byte) []byte {
-	b := dev.AlignedBuffer(chainSize)
+// encode returns the record at the start of a zeroed, aligned buffer of
+// size bytes (at least chainSize): the block as it is written.
+func (r *chainRecord) encode(fsid [16]byte, size int) []byte {
+	b := dev.AlignedBuffer(size)
 	copy(b[chainFsid:], fsid[:])
 	le.PutUint64(b[chainBytenr:], uint64(r.bytenr))
 	copy(b[chainMagicAt:], chainMagic[:])

@@ -17,7 +17,7 @@ func TestChainRecord_Decode_Rejects(t *testing.T) {
 		root: rootRef{bytenr: firstAllocatable + 8*4096, level: 1, generation: MakeLogGen(7, 5).Generation()},
 		gen:  MakeLogGen(7, 5), prevGen: MakeLogGen(7, 2), next: at + 4096, digest: 0x1234}
 	want := chainExpect{bytenr: at, id: 0xfeed, transid: 7, seq: 3, prevGen: MakeLogGen(7, 2)}
-	if r, err := e.decodeChainRecord(good.encode(e.fsid), want); err != nil || r != good {
+	if r, err := e.decodeChainRecord(good.encode(e.fsid, chainSize), want); err != nil || r != good {
 		t.Fatalf("the expected record: %+v, %v", r, err)
 	}
 	for _, tc := range []struct {
@@ -52,9 +52,9 @@ func TestChainRecord_Decode_Rejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, w, fsid := good, want, e.fsid
-			b := tc.change(&r, &w, &fsid, r.encode(e.fsid))
+			b := tc.change(&r, &w, &fsid, r.encode(e.fsid, chainSize))
 			if b == nil {
-				b = r.encode(fsid)
+				b = r.encode(fsid, chainSize)
 			}
 			_, err := e.decodeChainRecord(b, w)
 			if err == nil || !strings.Contains(err.Error(), tc.why) {

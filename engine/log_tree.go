@@ -256,9 +256,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	// CoW'd, so it usually lies right before them, and the device writes
 	// the record and the nodes as one request (uringdev merges adjacent
 	// writes).
-	recBuf := alignedNode(int(ns))
-	copy(recBuf, rec.encode(e.fsid))
-	ios := append(e.nodeWrites(nodes, false), dev.IO{Off: int64(at), Buf: recBuf})
+	ios := append(e.nodeWrites(nodes, false), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid, int(ns))})
 	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
 	if err := e.dev.WriteDurable(ios); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))

@@ -30,8 +30,8 @@ package engine
 //     holding it reached it through the parent before we locked the parent,
 //     and only goes down from there.
 
-// pushMinFree is the fraction of a leaf's data area (1/pushMinFreeDiv) a
-// sibling must have free to take a push.
+// pushMinFreeDiv: a sibling must have 1/pushMinFreeDiv of a leaf's data area
+// free to take a push (Tree.pushMinFree).
 const pushMinFreeDiv = 8
 
 // pushLeaf tries to make room for an insert of extra bytes at Slots[0] by
@@ -65,16 +65,45 @@ func (t *Tree) cachedSibling(parent *ExtentBuffer, slot int) *ExtentBuffer {
 	sib.lock.RLock()
 	free := sib.leafFree()
 	sib.lock.RUnlock()
-	if free < e.geo.leafData/pushMinFreeDiv {
+	if free < t.pushMinFree() {
 		return nil
 	}
 	return sib
 }
 
+// pushMinFree is the room a sibling must have to take a push.
+func (t *Tree) pushMinFree() int { return t.eng.geo.leafData / pushMinFreeDiv }
+
+// pushShare is how many of the leaf's movable items (at most avail, item i
+// of them size(i) bytes, nearest the sibling first) move into sib: the
+// fewest that give the leaf extra bytes of room, then more while the leaf
+// stays the fuller of the two; 0 when sib cannot take enough.
+func (t *Tree) pushShare(leaf, sib *ExtentBuffer, avail, extra int, size func(i int) int) int {
+	room := sib.leafFree()
+	if room < t.pushMinFree() {
+		return 0
+	}
+	count, moved := 0, 0
+	for count < avail {
+		sz := size(count)
+		if moved+sz > room {
+			break
+		}
+		fits := leaf.leafFree()+moved >= extra
+		if fits && leaf.leafUsed()-moved+extra-sz < sib.leafUsed()+moved+sz {
+			break // one more would make the sibling the fuller
+		}
+		count, moved = count+1, moved+sz
+	}
+	if leaf.leafFree()+moved < extra {
+		return 0
+	}
+	return count
+}
+
 // pushRight moves the leaf's last items, all after Slots[0], to the front
 // of its right sibling.
 func (t *Tree) pushRight(tr *Trans, p *Path, extra int) (bool, error) {
-	e := t.eng
 	leaf, parent := p.Nodes[0], p.Nodes[1]
 	slot, pslot := p.Slots[0], p.Slots[1]
 	n := leaf.ItemCount()
@@ -86,28 +115,11 @@ func (t *Tree) pushRight(tr *Trans, p *Path, extra int) (bool, error) {
 		return false, err
 	}
 	defer right.lock.Unlock()
-	// Move items [m, n): the fewest that give the leaf room, then more
-	// while the leaf stays the fuller of the two.
-	room := right.leafFree()
-	if room < e.geo.leafData/pushMinFreeDiv {
+	count := t.pushShare(leaf, right, n-slot, extra, func(i int) int { return leaf.itemsUsed(n-1-i, n-i) })
+	if count == 0 {
 		return false, nil
 	}
-	m, moved := n, 0
-	for m > slot {
-		sz := leaf.itemsUsed(m-1, m)
-		if moved+sz > room {
-			break
-		}
-		fits := leaf.leafFree()+moved >= extra
-		if fits && leaf.leafUsed()-moved+extra-sz < right.leafUsed()+moved+sz {
-			break // one more would make the sibling the fuller
-		}
-		m, moved = m-1, moved+sz
-	}
-	if m == n || leaf.leafFree()+moved < extra {
-		return false, nil
-	}
-	leafMoveItems(leaf, m, n, right, 0)
+	leafMoveItems(leaf, n-count, n, right, 0)
 	parent.setPtr(pslot+1, right.Key(0), right.bytenr, right.Generation())
 	p.upper, p.hasUpper = right.Key(0), true
 	t.stats.leafPushes.Add(1)
@@ -117,7 +129,6 @@ func (t *Tree) pushRight(tr *Trans, p *Path, extra int) (bool, error) {
 // pushLeft moves the leaf's first items, all before Slots[0], to the end of
 // its left sibling.
 func (t *Tree) pushLeft(tr *Trans, p *Path, key Key, extra int) (bool, error) {
-	e := t.eng
 	leaf, parent := p.Nodes[0], p.Nodes[1]
 	slot, pslot := p.Slots[0], p.Slots[1]
 	if slot == 0 || t.cachedSibling(parent, pslot-1) == nil {
@@ -128,23 +139,8 @@ func (t *Tree) pushLeft(tr *Trans, p *Path, key Key, extra int) (bool, error) {
 		return false, err
 	}
 	defer left.lock.Unlock()
-	room := left.leafFree()
-	if room < e.geo.leafData/pushMinFreeDiv {
-		return false, nil
-	}
-	m, moved := 0, 0
-	for m < slot {
-		sz := leaf.itemsUsed(m, m+1)
-		if moved+sz > room {
-			break
-		}
-		fits := leaf.leafFree()+moved >= extra
-		if fits && leaf.leafUsed()-moved+extra-sz < left.leafUsed()+moved+sz {
-			break
-		}
-		m, moved = m+1, moved+sz
-	}
-	if m == 0 || leaf.leafFree()+moved < extra {
+	m := t.pushShare(leaf, left, slot, extra, func(i int) int { return leaf.itemsUsed(i, i+1) })
+	if m == 0 {
 		return false, nil
 	}
 	leafMoveItems(leaf, 0, m, left, left.ItemCount())
