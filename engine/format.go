@@ -5,14 +5,16 @@ import (
 	"hash/crc32"
 )
 
-// On-disk format version 4 (version 1 had no superblock mirrors; version 2
+// On-disk format version 6 (version 1 had no superblock mirrors; version 2
 // wrote a superblock per log sync, naming the log root; version 3 had no
 // symlinks, XATTR_ITEMs or ORPHAN_ITEMs, which a version 3 binary would
-// misread as damage). docs/FORMAT.md
+// misread as damage; version 4's log chain records had no delta kind, and
+// a version 4 binary would end a chain of deltas at the first; version 5,
+// reverted, let a log sync's batch go while the sync ahead flushed). docs/FORMAT.md
 // draws every layout; the offsets here are its source of truth.
 
 const (
-	FormatVersion = 4
+	FormatVersion = 6
 	// SectorSize is the unit of allocation for data; nodes are NodeSize.
 	SectorSize = 4096
 	// NodeSizeDefault, NodeSizeMin, NodeSizeMax: chosen at mkfs.

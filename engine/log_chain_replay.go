@@ -15,6 +15,11 @@ import (
 // transaction has at most LogSubMax of them.
 const logChainMax = LogSubMax + 1
 
+// LogDeltaRunMax bounds the delta records in a row after a checkpoint (the
+// log writes a checkpoint sooner): replay holds their payloads in memory,
+// and a chain with more ends before the one past the bound.
+const LogDeltaRunMax = 1024
+
 // newLogChain allocates the head of transaction tid's log chain and its
 // id, for the superblock of tid-1's commit (e.commitMu held). No block
 // (a full device) gives no chain: tid's fsyncs commit instead.
@@ -67,15 +72,24 @@ func (e *Engine) claimLogChainHead() error {
 	return nil
 }
 
-// LogCandidate is a log tree that replay may apply: one the chain's newest
-// record names, or the one before.
+// LogCandidate is a log that replay may apply: the one the chain's newest
+// record describes, or the one before.
 type LogCandidate struct {
+	// Tree is the last checkpoint's log tree (nil before the first), once
+	// CheckLog has read it; Deltas are the payloads of the delta records
+	// after that checkpoint up to this record, in chain order, to apply
+	// over it.
 	Tree   *Tree
+	Deltas [][]byte
 	Gen    LogGen // the log generation of the sync that wrote it
 	Seq    uint64 // its record's sequence
 	rec    chainRecord
-	chain  []Bytenr // the chain's blocks up to and including this record's, head excluded
-	blocks []Bytenr // the tree's nodes, once CheckLog has read them
+	// prevRootGen is the generation of the root the record before named:
+	// a checkpoint's digest covers the nodes above it.
+	prevRootGen Generation
+	chain       []Bytenr // the chain's blocks up to and including this record's, head excluded
+	blocks      []Bytenr // the tree's nodes, once CheckLog has read them
+	checked     bool     // by CheckLog
 }
 
 // chainHead is what the first record of the chain the mounted superblock
@@ -97,22 +111,43 @@ func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 	}
 	want := e.chainHead()
 	var recs []chainRecord
+	// deltas[i] are the payloads record i's log applies over its
+	// checkpoint: kept for the last two records only, and sharing
+	// backing arrays (a record's list is its predecessor's plus its own).
+	var deltas [][][]byte
+	var run [][]byte
 	seen := map[Bytenr]bool{}
 	for len(recs) < logChainMax && !seen[want.bytenr] {
 		seen[want.bytenr] = true
-		r, ok, err := e.readChainRecord(want)
+		r, payload, ok, err := e.readChainRecord(want)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			break
 		}
+		if r.delta && len(run) >= LogDeltaRunMax {
+			e.log.Debug("engine: the log chain ends", "block", want.bytenr, "seq", want.seq, "why", "too many deltas in a row")
+			break
+		}
+		if r.delta {
+			run = append(run, payload)
+		} else {
+			run = nil
+		}
 		recs = append(recs, r)
-		want = chainExpect{bytenr: r.next, id: r.id, transid: r.transid, seq: r.seq + 1, prevGen: r.gen}
+		deltas = append(deltas, run[:len(run):len(run)])
+		if len(deltas) > 2 {
+			deltas[len(deltas)-3] = nil
+		}
+		want = chainExpect{bytenr: r.next, id: r.id, transid: r.transid, seq: r.seq + 1, prevGen: r.gen, prevRoot: r.root}
 	}
 	var cands []*LogCandidate
 	for i := len(recs) - 1; i >= 0 && i >= len(recs)-2; i-- {
-		c := &LogCandidate{Gen: recs[i].gen, Seq: recs[i].seq, rec: recs[i]}
+		c := &LogCandidate{Gen: recs[i].gen, Seq: recs[i].seq, rec: recs[i], Deltas: deltas[i]}
+		if i > 0 {
+			c.prevRootGen = recs[i-1].root.generation
+		}
 		for _, r := range recs[1 : i+1] {
 			c.chain = append(c.chain, r.bytenr)
 		}
@@ -123,8 +158,13 @@ func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 
 // CheckLog reads every node of c's log tree (each read verifies its
 // checksum, and each child its generation) and checks the digest of its
-// record: a tree whose sync did not complete fails here.
+// record: a tree whose sync did not complete fails here. A log with no
+// checkpoint yet has no tree: its deltas are all of it.
 func (e *Engine) CheckLog(c *LogCandidate) error {
+	if c.rec.root == (rootRef{}) {
+		c.checked = true
+		return nil
+	}
 	root, err := e.readNode(c.rec.root.bytenr, LogTreeID, c.rec.root.level)
 	if err != nil {
 		return err
@@ -160,7 +200,7 @@ func (e *Engine) CheckLog(c *LogCandidate) error {
 	}
 	// Every node reached is verified; the digest says they are the ones
 	// this record's sync wrote, not older nodes of the same generation.
-	digest, err := e.logDigest(t, root, c.rec.prevGen.Generation())
+	digest, err := e.logDigest(t, root, c.prevRootGen)
 	if err != nil {
 		return err
 	}
@@ -168,7 +208,7 @@ func (e *Engine) CheckLog(c *LogCandidate) error {
 		return fmt.Errorf("%w: log chain record %d: the log nodes it names are not the ones its sync wrote (digest %#x, record %#x)",
 			ErrCorruption, c.Seq, digest, c.rec.digest)
 	}
-	c.Tree, c.blocks = t, blocks
+	c.Tree, c.blocks, c.checked = t, blocks, true
 	return nil
 }
 
@@ -177,7 +217,7 @@ func (e *Engine) CheckLog(c *LogCandidate) error {
 // free space tree of the last commit counts them free, and a crash during
 // replay must find the same log again.
 func (e *Engine) ClaimLog(tr *Trans, c *LogCandidate) error {
-	if c.Tree == nil {
+	if !c.checked {
 		return fmt.Errorf("engine: ClaimLog: log %s not checked", c.Gen)
 	}
 	ns := uint64(e.geo.nodeSize)
@@ -234,7 +274,7 @@ func (e *Engine) PendingLog() (gen LogGen, ok bool) {
 	if e.sb.LogChain == 0 {
 		return 0, false
 	}
-	r, ok, err := e.readChainRecord(e.chainHead())
+	r, _, ok, err := e.readChainRecord(e.chainHead())
 	if err != nil {
 		return 0, true // unreadable: there may be one
 	}

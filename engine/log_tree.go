@@ -76,6 +76,9 @@ type logState struct {
 	chainSeq  uint64
 	chainPrev LogGen
 	chain     []Bytenr
+	// chainRoot is the log root the last record named: its last
+	// checkpoint's (none before the first), which a delta names again.
+	chainRoot rootRef
 }
 
 type pendingBlock struct {
@@ -94,17 +97,25 @@ func (e *Engine) logStateLocked(tid journal.Transid) *logState {
 }
 
 // LogTrans returns a handle for changing tr's log tree in log
-// sub-transaction sub. It rides on tr's journal handle: the caller keeps tr
-// open until the log is synced (T cannot commit under it), and End on the
-// log handle does nothing.
-func (e *Engine) LogTrans(tr *Trans, sub uint64) (*Trans, error) {
+// sub-transaction sub, whose nodes carry the generation of sub-transaction
+// nodeSub (≤ sub): the first sub-transaction since the log's last
+// checkpoint (the log's side decides: logtree/delta.go). The nodes of one
+// such run of sub-transactions are changed in place until the checkpoint
+// that ends it writes them; a checkpoint's nodes are copied before their
+// first change by the next run. It rides on tr's journal handle: the
+// caller keeps tr open until the log is synced (T cannot commit under
+// it), and End on the log handle does nothing.
+func (e *Engine) LogTrans(tr *Trans, sub, nodeSub uint64) (*Trans, error) {
 	if sub > LogSubMax {
 		return nil, fmt.Errorf("%w: log sub-transaction %d", ErrLogFull, sub)
+	}
+	if nodeSub == 0 || nodeSub > sub {
+		return nil, fmt.Errorf("engine: LogTrans: nodes of sub-transaction %d in sub-transaction %d", nodeSub, sub)
 	}
 	e.logMu.Lock()
 	st := e.logStateLocked(tr.ID())
 	e.logMu.Unlock()
-	return &Trans{id: MakeLogGen(tr.ID(), sub).Generation(), e: e, log: st, reserved: tr.reserved}, nil
+	return &Trans{id: MakeLogGen(tr.ID(), nodeSub).Generation(), e: e, log: st, reserved: tr.reserved}, nil
 }
 
 // LogTree returns the log tree of lt's transaction, creating an empty one
@@ -190,19 +201,27 @@ func (e *Engine) freeLogNode(tr *Trans, eb *ExtentBuffer) {
 }
 
 // SyncLog makes log sub-transaction sub of transaction tid durable, with
-// every earlier one: the log nodes not yet written and the log chain's next
-// record naming the log root (in one batch of large writes), then one
-// flush — two device round trips, no superblock (log_chain.go). The caller
-// holds a handle of tid (so tid cannot commit meanwhile) and serialises
-// syncs of one transaction (the log transaction protocol does). It waits
-// for tid-1 to be durable first: the log records changes on top of tid-1,
-// and replay applies it to the newest committed state; and tid-1's commit
-// named the chain's head. It returns the number of nodes written. An error
-// wrapping ErrLogFull (no chain, or no block for its next record) changes
-// nothing: the fsyncs commit instead.
-func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (int, error) {
+// every earlier one, then one flush — two device round trips, no
+// superblock (log_chain.go). A checkpoint writes the log nodes not yet
+// written and the log chain's next record naming the log root, in one
+// batch of large writes; a delta writes only the next record, carrying
+// delta (at most LogDeltaMax bytes: the log's changes since the record
+// before, opaque here), and leaves the nodes dirty for the next
+// checkpoint. The caller holds a handle of tid (so tid cannot commit
+// meanwhile) and serialises syncs of one transaction (the log transaction
+// protocol does); after a delta, the sub-transactions up to the next
+// checkpoint must log with the same node generation as the delta's
+// (LogTrans). It waits for tid-1 to be durable first: the log records
+// changes on top of tid-1, and replay applies it to the newest committed
+// state; and tid-1's commit named the chain's head. It returns the number
+// of nodes written. An error wrapping ErrLogFull (no chain, or no block
+// for its next record) changes nothing: the fsyncs commit instead.
+func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64, checkpoint bool, delta []byte) (int, error) {
 	if err := e.failure(); err != nil {
 		return 0, err
+	}
+	if !checkpoint && len(delta) > e.LogDeltaMax() {
+		return 0, fmt.Errorf("engine: SyncLog: a delta of %d bytes, at most %d", len(delta), e.LogDeltaMax())
 	}
 	if err := e.WaitCommitted(ctx, tid-1); err != nil {
 		return 0, err
@@ -228,19 +247,25 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	}
 	e.logMu.Lock()
 	st.chain = append(st.chain, next)
-	prev, seq := st.chainPrev, st.chainSeq+1
-	gens := e.takeLogGensLocked(st, gen)
-	e.logMu.Unlock()
-	nodes := e.takeLogDirty(gens)
-	sealNodes(nodes)
-	r := st.tree.rootAt(gen.Generation())
-	digest, err := e.logDigest(st.tree, r, prev.Generation())
-	if err != nil {
-		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
+	prev, seq, root := st.chainPrev, st.chainSeq+1, st.chainRoot
+	var gens []Generation
+	if checkpoint {
+		gens = e.takeLogGensLocked(st, gen)
 	}
+	e.logMu.Unlock()
 	rec := chainRecord{bytenr: at, id: st.chainID, transid: tid, seq: seq,
-		root: rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()},
-		gen:  gen, prevGen: prev, next: next, digest: digest}
+		gen: gen, prevGen: prev, next: next, root: root, digest: crc32c(nil), delta: !checkpoint}
+	var nodes []*ExtentBuffer
+	if checkpoint {
+		nodes = e.takeLogDirty(gens)
+		sealNodes(nodes)
+		r := st.tree.rootAt(gen.Generation())
+		rec.digest, err = e.logDigest(st.tree, r, root.generation)
+		if err != nil {
+			return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
+		}
+		rec.root = rootRef{bytenr: r.bytenr, level: r.Level(), generation: r.Generation()}
+	}
 	start := time.Now()
 	trace.PhaseBegin(uint64(gen), trace.PhaseLogSync, trace.SpanFromContext(ctx).Key()) // for eBPF
 	defer trace.PhaseEnd(uint64(gen), trace.PhaseLogSync)
@@ -251,21 +276,27 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 	if !onTop {
 		return 0, e.fail(fmt.Errorf("engine: SyncLog: transaction %d on top of generation %d", tid, e.CommittedGeneration()))
 	}
-	// The record is written as its whole node-sized block, zeros after
-	// its 4 KiB: the block was allocated just before the nodes this sync
-	// CoW'd, so it usually lies right before them, and the device writes
-	// the record and the nodes as one request (uringdev merges adjacent
-	// writes).
-	ios := append(e.nodeWrites(nodes, false), dev.IO{Off: int64(at), Buf: rec.encode(e.fsid, int(ns))})
+	// A checkpoint's record is written as its whole node-sized block,
+	// zeros after its header: the block was allocated just before the
+	// nodes this sync CoW'd, so it usually lies right before them, and the
+	// device writes the record and the nodes as one request (uringdev
+	// merges adjacent writes). A delta writes its sectors only.
+	var recBuf []byte
+	if checkpoint {
+		recBuf = rec.encode(e.fsid, int(ns), nil)
+	} else {
+		recBuf = rec.encode(e.fsid, chainRecordLen(len(delta)), delta)
+	}
+	ios := append(e.nodeWrites(nodes, false), dev.IO{Off: int64(at), Buf: recBuf})
 	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
 	if err := e.dev.WriteDurable(ios); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))
 	}
 	markWritten(nodes)
 	e.logMu.Lock()
-	st.chainNext, st.chainSeq, st.chainPrev = next, seq, gen
+	st.chainNext, st.chainSeq, st.chainPrev, st.chainRoot = next, seq, gen, rec.root
 	e.logMu.Unlock()
-	free, grown := e.retireLogBlocks(st, gen)
+	free, grown := e.retireLogBlocks(st, gen, checkpoint)
 	e.releaseLogBlocks(free)
 	if grown > 0 && e.j != nil && e.j.Running() == tid {
 		// Only the log's growth past what was counted: the blocks each
@@ -273,8 +304,12 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64) (
 		e.j.AddDirty(grown)
 	}
 	e.stats.logSyncs.Add(1)
+	if !checkpoint {
+		e.stats.logDeltas.Add(1)
+		e.stats.logDeltaBytes.Add(uint64(len(delta)))
+	}
 	e.stats.nodesWritten.Add(uint64(len(nodes)))
-	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "nodes", len(nodes), "seq", seq, "took", time.Since(start))
+	e.log.Debug("engine: log synced", "transid", tid, "sub", sub, "checkpoint", checkpoint, "nodes", len(nodes), "delta", len(delta), "seq", seq, "took", time.Since(start))
 	return len(nodes), nil
 }
 
@@ -303,21 +338,25 @@ func (e *Engine) takeLogDirty(gens []Generation) []*ExtentBuffer {
 }
 
 // retireLogBlocks takes out of st the blocks that log generation gen's
-// durable sync made unreachable, to be released, and returns by how
+// durable checkpoint made unreachable, to be released, and returns by how
 // much the log grew past what the journal was told of (counting it now).
-func (e *Engine) retireLogBlocks(st *logState, gen LogGen) (free []Bytenr, grown int64) {
+// A delta (checkpoint false) retires nothing: its record names the last
+// checkpoint's tree, which the blocks CoW'd away since are still part of.
+func (e *Engine) retireLogBlocks(st *logState, gen LogGen, checkpoint bool) (free []Bytenr, grown int64) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
-	keep := st.pending[:0]
-	for _, p := range st.pending {
-		if p.gen <= gen {
-			free = append(free, p.bytenr)
-			delete(st.blocks, p.bytenr)
-		} else {
-			keep = append(keep, p)
+	if checkpoint {
+		keep := st.pending[:0]
+		for _, p := range st.pending {
+			if p.gen <= gen {
+				free = append(free, p.bytenr)
+				delete(st.blocks, p.bytenr)
+			} else {
+				keep = append(keep, p)
+			}
 		}
+		st.pending = keep
 	}
-	st.pending = keep
 	grown = int64(len(st.blocks)+len(st.chain))*int64(e.geo.nodeSize) - st.counted
 	if grown > 0 {
 		st.counted += grown

@@ -41,6 +41,7 @@ func (t *Tree) Stats() TreeStats {
 type engineStats struct {
 	commits, logSyncs, nodesWritten, nodeReads, corrupt atomic.Uint64
 	logSyncRoundTrips                                   atomic.Uint64
+	logDeltas, logDeltaBytes                            atomic.Uint64
 }
 
 // Stats are the engine's counters since mount.
@@ -49,13 +50,16 @@ type Stats struct {
 	// LogSyncRoundTrips counts the device round trips log syncs waited
 	// on, one after the other: each batch of writes and each flush.
 	LogSyncRoundTrips uint64
+	// LogDeltas counts the log syncs that wrote a delta record (no
+	// nodes), and LogDeltaBytes the changes those records carried.
+	LogDeltas, LogDeltaBytes uint64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	s := &e.stats
 	return Stats{Commits: s.commits.Load(), LogSyncs: s.logSyncs.Load(), NodesWritten: s.nodesWritten.Load(), NodeReads: s.nodeReads.Load(), Corrupt: s.corrupt.Load(),
-		LogSyncRoundTrips: s.logSyncRoundTrips.Load()}
+		LogSyncRoundTrips: s.logSyncRoundTrips.Load(), LogDeltas: s.logDeltas.Load(), LogDeltaBytes: s.logDeltaBytes.Load()}
 }
 
 // CacheStats returns the node cache's counters and size (its part of a

@@ -458,11 +458,12 @@ func TestMount_SuperblockVersionAndBlank(t *testing.T) {
 
 // TestMount_SuperblockOldVersions: an image of format version 2 (a
 // superblock per log sync, naming the log root where version 3 names the
-// log chain) or 3 (no symlinks, xattrs or orphan items, whose items a
-// version 3 binary would misread) is refused with ErrFormatVersion naming
-// both versions, before anything reads the fields whose meaning changed.
+// log chain), 3 (no symlinks, xattrs or orphan items, whose items a
+// version 3 binary would misread), 4 (chain records without the delta
+// kind) or 5 (the reverted overlapped log syncs) is refused with ErrFormatVersion naming both versions, before
+// anything reads the fields whose meaning changed.
 func TestMount_SuperblockOldVersions(t *testing.T) {
-	for _, v := range []uint32{2, 3} {
+	for _, v := range []uint32{2, 3, 4, 5} {
 		img := newSuperImage(t)
 		for _, c := range readSuperCopies(img.d) {
 			sb := c.sb
@@ -471,8 +472,8 @@ func TestMount_SuperblockOldVersions(t *testing.T) {
 		}
 		_, err := Mount(img.d, Options{Logger: quiet()})
 		if !errors.Is(err, ErrFormatVersion) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", v)) ||
-			!strings.Contains(err.Error(), "this build reads version 4") {
-			t.Errorf("version %d image: %v, want ErrFormatVersion naming versions %d and 4", v, err, v)
+			!strings.Contains(err.Error(), fmt.Sprintf("this build reads version %d", FormatVersion)) {
+			t.Errorf("version %d image: %v, want ErrFormatVersion naming versions %d and %d", v, err, v, FormatVersion)
 		}
 	}
 }

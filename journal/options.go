@@ -65,6 +65,12 @@ type Ablations struct {
 	// slow inode eviction and fs unmount" (store/page_cache.go; ustore
 	// serve --ablate-teardown-per-range; bench/unmount.sh).
 	TeardownPerRange bool
+	// LogNodesEverySync makes every log sync a checkpoint — the log tree's
+	// dirty nodes written beside the chain record, as before format 6 —
+	// instead of a delta record carrying the sync's changes when they fit
+	// (logtree/delta.go; ustore serve --ablate-log-deltas;
+	// bench/fsync-vs-peers.sh).
+	LogNodesEverySync bool
 }
 
 // resolve checks o and fills in its defaults.

@@ -120,9 +120,9 @@
 //
 //  1. Contexts of one sub-transaction all log before any of them syncs it:
 //     the committer waits until the sub-transaction has no writer, then
-//     moves the log to the next sub-transaction, so a log generation's
-//     nodes never change once its sync has begun (the CoW rule of the
-//     engine's log trees does the rest). A context joins only a
+//     moves the log to the next sub-transaction, so a checkpoint's nodes
+//     never change once its sync has begun (the CoW rule of the engine's
+//     log trees does the rest; a delta writes no node). A context joins only a
 //     sub-transaction whose sync has not begun. (Log.Join, Ctx.Done,
 //     Log.sync)
 //  2. Syncs run one at a time, in sub-transaction order: a sync writes the
@@ -139,9 +139,17 @@
 //     later fsync of that transaction commits. (Log.sync)
 //  5. Replay reads and verifies the whole log before it changes anything —
 //     the log of the chain's newest record, or of the one before it when
-//     the newest sync did not complete (its nodes, digest or logged data do
-//     not verify); a damaged log is reported and not applied at all.
-//     (Replay; engine/log_chain.go)
+//     the newest sync did not complete (its nodes, digest, deltas or logged
+//     data do not verify); a damaged log is reported and not applied at
+//     all. (Replay; engine/log_chain.go)
+//  6. A delta records every change to the log tree in the order the tree
+//     saw it (Log.deltaMu across both), so its checkpoint's tree with the
+//     deltas after it applied in chain order is the tree the sync saw; and
+//     whether a sync is a delta or a checkpoint is decided before the next
+//     sub-transaction's first context joins: after a delta it changes the
+//     same dirty nodes in place (nobody writes them), after a checkpoint it
+//     logs with a new node generation, CoWing the nodes being written.
+//     (Writer, Log.sync, delta.go)
 //
 // # The fsync path
 //
@@ -163,11 +171,17 @@
 //	logtree/log.go        log sub-transactions, contexts, group commit,
 //	                      lastLogCommit; Sync calls engine.SyncLog
 //	engine/log_tree.go    log generations, the log tree's blocks, SyncLog:
-//	                      the nodes and a chain record, one flush
+//	                      a checkpoint (the nodes and a chain record) or a
+//	                      delta (a chain record carrying the changes), one
+//	                      flush
 //	engine/log_chain.go   the log chain: records, their checks, the digest;
 //	                      log_chain_replay.go: head, walk, candidates
 //	logtree/writer.go     Set, Insert, DeleteRange into the log tree (the
-//	                      leaf-only relog of Set: TestLog_RelogLeafOnly)
+//	                      leaf-only relog of Set: TestLog_RelogLeafOnly),
+//	                      each recorded in its sub-transaction's delta
+//	logtree/delta.go      deltas: a small sync writes its changes in its
+//	                      chain record instead of the tree's nodes; replay
+//	                      rebuilds the log from a checkpoint and deltas
 //	store/log_track.go    what the running transaction changed, and why a
 //	                      log can no longer express an fsync (fallbacks)
 //	logtree/format.go     the log-only items
@@ -184,6 +198,6 @@
 // stage, in btrfs's order.
 //
 // Files: log.go (log transactions, contexts, group commit), writer.go
-// (writing items into the log tree), format.go (log-only items),
-// replay.go (replay at mount), stats.go (counters).
+// (writing items into the log tree), delta.go (delta records), format.go
+// (log-only items), replay.go (replay at mount), stats.go (counters).
 package logtree

@@ -43,7 +43,7 @@ func TestLog_GrowthCommits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sync %d: join: %v", i, err)
 		}
-		w, err := l.Writer(lt)
+		w, err := l.Writer(c, lt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestLog_ChainGrowthCommits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sync %d: join: %v", i, err)
 		}
-		w, err := l.Writer(lt)
+		w, err := l.Writer(c, lt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,6 +38,23 @@ type Log struct {
 	logCtxs [2][]*Ctx
 	// forceCommit is a transaction whose log is poisoned.
 	forceCommit journal.Transid
+	// nodeSub is the first sub-transaction since the last checkpoint:
+	// contexts log with its node generation (delta.go). deltaRun counts
+	// the deltas since that checkpoint.
+	nodeSub  uint64
+	deltaRun int
+
+	// deltaMu orders the writers' changes to the log tree and their ops
+	// in deltas[sub%2], the ops of sub (held across both; never across a
+	// sync). deltaMax is what a delta record holds.
+	deltaMu  sync.Mutex
+	deltas   [2]delta
+	deltaMax int
+
+	// DeltaRun is how many delta records may follow a checkpoint
+	// (DeltaRunDefault); 0 makes every sync a checkpoint, as before format
+	// 6 (Ablations.LogNodesEverySync). Set before use.
+	DeltaRun int
 
 	// lastLogCommit is the log generation of the newest durable log sync.
 	lastLogCommit atomic.Uint64
@@ -93,7 +110,7 @@ func (r syncRole) String() string {
 
 // New returns the log of engine e.
 func New(e *engine.Engine) *Log {
-	l := &Log{e: e}
+	l := &Log{e: e, deltaMax: e.LogDeltaMax(), DeltaRun: DeltaRunDefault}
 	l.mu.Init(lock.NewClass("log_mutex", lock.KindLogMutex), engine.LogTreeID)
 	l.cond = sync.NewCond(&l.mu)
 	return l
@@ -122,6 +139,10 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 		l.logWriters = 0
 		l.logCommit = [2]*syncResult{}
 		l.logCtxs = [2][]*Ctx{}
+		l.nodeSub, l.deltaRun = 1, 0
+		l.deltaMu.Lock()
+		l.deltas = [2]delta{}
+		l.deltaMu.Unlock()
 	}
 	if l.forceCommit == l.tid {
 		l.mu.Unlock()
@@ -134,10 +155,11 @@ func (l *Log) Join(tr *engine.Trans) (*Ctx, *engine.Trans, error) {
 		assert.Failf("logtree: a context joins sub-transaction %d of transaction %d while its sync is in flight (invariant 1)", l.logTransid, l.tid)
 	}
 	c := &Ctx{l: l, tid: l.tid, sub: l.logTransid}
+	nodeSub := l.nodeSub
 	l.logWriters++
 	l.logCtxs[c.sub%2] = append(l.logCtxs[c.sub%2], c)
 	l.mu.Unlock()
-	lt, err := l.e.LogTrans(tr, c.sub)
+	lt, err := l.e.LogTrans(tr, c.sub, nodeSub)
 	if err != nil {
 		l.Poison(c)
 		c.Done()
@@ -251,11 +273,27 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	l.logCommit[idx] = r
 	ctxs := l.logCtxs[idx]
 	l.logCtxs[idx] = nil
+	// Delta or checkpoint, decided before the next sub-transaction's
+	// first context joins: after a checkpoint it logs with new node
+	// generations (its changes CoW the nodes this sync writes), after a
+	// delta with the same ones (it changes them in place; nobody writes
+	// them meanwhile).
+	l.deltaMu.Lock()
+	d := l.deltas[idx]
+	l.deltas[idx] = delta{}
+	l.deltaMu.Unlock()
+	checkpoint := d.over || l.deltaRun >= min(l.DeltaRun, engine.LogDeltaRunMax)
+	if checkpoint {
+		l.nodeSub, l.deltaRun = c.sub+1, 0
+		d.ops = nil
+	} else {
+		l.deltaRun++
+	}
 	l.logTransid++
 	l.logWriters = 0
 	l.mu.Unlock()
 
-	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub)
+	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub, checkpoint, d.ops)
 	if err == nil {
 		// No logMutex: only committers write it, one at a time, in
 		// sub-transaction order (2, 3).
@@ -264,6 +302,9 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	}
 	c.role, c.batch = roleCommitter, len(ctxs)
 	l.stats.syncs.Add(1)
+	if checkpoint {
+		l.stats.checkpoints.Add(1)
+	}
 	l.stats.contexts.Add(uint64(len(ctxs)))
 	r.err = err
 	close(r.done)

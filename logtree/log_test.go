@@ -43,7 +43,7 @@ func TestLog_LastLogCommit_TakesNoLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := l.Writer(lt)
+	w, err := l.Writer(c, lt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func Replay(ctx context.Context, e *engine.Engine, target Target, log *slog.Logg
 		}
 		cerr := e.CheckLog(c)
 		if cerr == nil {
-			items, cerr = readLog(c.Tree)
+			items, cerr = readLog(c)
 		}
 		if cerr == nil {
 			cerr = verifyData(e, items)
@@ -183,12 +183,17 @@ func verifyData(e *engine.Engine, li *logItems) error {
 	return nil
 }
 
-// readLog reads every item of log tree t.
-func readLog(t *engine.Tree) (*logItems, error) {
+// readLog reads every item of c's log: its checkpoint's tree with its
+// deltas applied (delta.go).
+func readLog(c *engine.LogCandidate) (*logItems, error) {
+	rl, err := rebuildLog(c)
+	if err != nil {
+		return nil, err
+	}
 	li := &logItems{inodes: map[engine.Ino]engine.InodeItem{}, flags: map[engine.Ino]LogFlags{},
 		refs: map[engine.Ino][]engine.DirEntry{}, xattrs: map[engine.Ino][]engine.XattrEntry{}, dirIndex: map[engine.Ino][]engine.DirEntry{}, files: map[engine.Ino][]fileLogRecord{}}
 	var derr error
-	err := t.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
+	rl.iterate(func(k engine.Key, b []byte) bool {
 		switch {
 		case k.ObjectID == engine.CsumObjectID && k.Type == engine.TypeExtentCsum:
 			li.csums = append(li.csums, csumRun{k.Offset, slices.Clone(b)})
@@ -242,10 +247,7 @@ func readLog(t *engine.Tree) (*logItems, error) {
 		}
 		return derr == nil
 	})
-	if err == nil {
-		err = derr
-	}
-	return li, err
+	return li, derr
 }
 
 // apply runs the stages.

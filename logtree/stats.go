@@ -4,6 +4,7 @@ import "sync/atomic"
 
 type stats struct {
 	syncs, contexts, writerWaits, poisoned atomic.Uint64
+	checkpoints                            atomic.Uint64
 	inPlace, inPlaceParentLocked, inserted atomic.Uint64
 }
 
@@ -12,6 +13,9 @@ type Stats struct {
 	// Syncs is log syncs; Contexts the fsync contexts they completed:
 	// Contexts/Syncs is the mean group-commit batch.
 	Syncs, Contexts uint64
+	// Checkpoints counts the syncs that wrote the log tree's nodes; the
+	// others wrote a delta record only (delta.go).
+	Checkpoints uint64
 	// WriterWaits: a committer waited for a context still logging.
 	WriterWaits uint64
 	// Poisoned: a failure while logging made a transaction's log fall back
@@ -29,7 +33,7 @@ type Stats struct {
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	s := &l.stats
-	return Stats{Syncs: s.syncs.Load(), Contexts: s.contexts.Load(), WriterWaits: s.writerWaits.Load(),
+	return Stats{Syncs: s.syncs.Load(), Checkpoints: s.checkpoints.Load(), Contexts: s.contexts.Load(), WriterWaits: s.writerWaits.Load(),
 		Poisoned: s.poisoned.Load(), InPlace: s.inPlace.Load(),
 		InPlaceParentLocked: s.inPlaceParentLocked.Load(), Inserted: s.inserted.Load()}
 }

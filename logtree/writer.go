@@ -6,21 +6,23 @@ import (
 	"ustore/engine"
 )
 
-// Writer writes one context's items into the log tree of its transaction.
+// Writer writes one context's items into the log tree of its transaction,
+// and records each change in the delta of its sub-transaction (delta.go).
 type Writer struct {
 	l  *Log
 	lt *engine.Trans
 	t  *engine.Tree
+	d  *delta
 }
 
-// Writer returns a writer for the log handle lt (from Join), creating the
-// transaction's log tree on first use.
-func (l *Log) Writer(lt *engine.Trans) (*Writer, error) {
+// Writer returns a writer for context c and its log handle lt (both from
+// Join), creating the transaction's log tree on first use.
+func (l *Log) Writer(c *Ctx, lt *engine.Trans) (*Writer, error) {
 	t, err := l.e.LogTree(lt)
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{l: l, lt: lt, t: t}, nil
+	return &Writer{l: l, lt: lt, t: t, d: &l.deltas[c.sub%2]}, nil
 }
 
 // Set puts an item into the log, replacing one with the same key. An item
@@ -31,6 +33,16 @@ func (l *Log) Writer(lt *engine.Trans) (*Writer, error) {
 // ablation for benchmarks) the search reserves room as an insert would,
 // taking the parent's write lock.
 func (w *Writer) Set(key engine.Key, data []byte) error {
+	w.l.deltaMu.Lock()
+	defer w.l.deltaMu.Unlock()
+	if err := w.set(key, data); err != nil {
+		return err
+	}
+	w.d.put(w.l.deltaMax, key, data)
+	return nil
+}
+
+func (w *Writer) set(key engine.Key, data []byte) error {
 	insLen := 0
 	if w.l.Ablations.LogInsertSearch {
 		insLen = len(data) + 64
@@ -75,13 +87,26 @@ func (w *Writer) Insert(keys []engine.Key, payloads [][]byte) error {
 		return err
 	}
 	w.l.stats.inserted.Add(uint64(len(keys)))
-	return w.t.InsertItems(w.lt, b)
+	w.l.deltaMu.Lock()
+	defer w.l.deltaMu.Unlock()
+	if err := w.t.InsertItems(w.lt, b); err != nil {
+		return err
+	}
+	for i, k := range keys {
+		w.d.put(w.l.deltaMax, k, payloads[i])
+	}
+	return nil
 }
 
 // DeleteRange deletes the logged items with keys in [from, to].
 func (w *Writer) DeleteRange(from, to engine.Key) error {
-	_, err := w.t.DeleteRange(w.lt, from, to)
-	return err
+	w.l.deltaMu.Lock()
+	defer w.l.deltaMu.Unlock()
+	if _, err := w.t.DeleteRange(w.lt, from, to); err != nil {
+		return err
+	}
+	w.d.deleteRange(w.l.deltaMax, from, to)
+	return nil
 }
 
 // Lookup returns a logged item's payload (a copy), or engine.ErrNotFound.

@@ -262,7 +262,7 @@ type cpRun struct {
 func cpRunWorkload(base *memdev.Device, dir Ino, committed [][]byte, w cpWorkload, step int) (*cpRun, error) {
 	ctx := context.Background()
 	d := base.Crash(memdev.KeepNone())
-	s, err := Open(d, crashOptions())
+	s, err := Open(d, cpOptions(step))
 	if err != nil {
 		return nil, err
 	}
@@ -640,6 +640,17 @@ func cpRunAll(t *testing.T, base *memdev.Device, dir Ino, committed [][]byte, ws
 		}()
 	}
 	wg.Wait()
+}
+
+// cpOptions are the options workload i runs with: one in three with the
+// default run of delta records after each log checkpoint (most syncs
+// deltas), one in three with a checkpoint after every delta, one in three
+// after every third — so that the runs cross checkpoints, where the log's
+// nodes change hands between the syncs.
+func cpOptions(i int) Options {
+	o := crashOptions()
+	o.LogDeltaRun = []int{0, 1, 3}[i%3]
+	return o
 }
 
 func cpSeed() uint64 {

@@ -921,6 +921,16 @@ func crashOptions() Options {
 	return Options{Logger: testLogger, CommitInterval: 5 * time.Minute, DirtyExpire: time.Hour}
 }
 
+// crashOptionsNodes is crashOptions with every log sync a checkpoint —
+// the log tree's nodes written beside its record, no delta records
+// (journal.Ablations.LogNodesEverySync) — for the cases about log nodes
+// on the device.
+func crashOptionsNodes() Options {
+	o := crashOptions()
+	o.Ablations.LogNodesEverySync = true
+	return o
+}
+
 // crashExec runs op (resolved against m) on s and applies it to m.
 func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	r, err := m.resolve(op, step)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"testing"
 
@@ -25,11 +24,19 @@ import (
 // before (or none): the file holds what the last completed sync or commit
 // says, never extents over stale blocks.
 func TestLogChain_Crash_DataLost(t *testing.T) {
-	for _, before := range []int{0, 1} {
-		t.Run(fmt.Sprintf("%d-syncs-before", before), func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before int
+		opts   Options
+	}{
+		{"delta/0-syncs-before", 0, crashOptions()}, {"delta/1-syncs-before", 1, crashOptions()},
+		{"nodes/0-syncs-before", 0, crashOptionsNodes()}, {"nodes/1-syncs-before", 1, crashOptionsNodes()},
+	} {
+		before := tc.before
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			d := newTestDevice(t, 64<<20)
-			s := openTest(t, d, crashOptions())
+			s := openTest(t, d, tc.opts)
 			a, err := s.Create(RootIno, "f", 0o644)
 			if err != nil {
 				t.Fatal(err)
@@ -85,8 +92,10 @@ func TestLogChain_Crash_DataLost(t *testing.T) {
 				return false
 			}})
 			s.Close(ctx)
-			if kept < 2 || lost == 0 {
-				t.Fatalf("the cut kept %d writes and lost %d; want the log's kept and the data lost", kept, lost)
+			// The log sync's writes: its record (a delta), or its nodes
+			// and record (a checkpoint).
+			if st := s.e.Stats(); kept < 1 || lost == 0 || st.LogDeltas == 0 && kept < 2 || (st.LogDeltas != 0) == tc.opts.Ablations.LogNodesEverySync {
+				t.Fatalf("the cut kept %d writes and lost %d, %d of %d log syncs deltas; want the log's kept and the data lost", kept, lost, st.LogDeltas, st.LogSyncs)
 			}
 			s2, err := Open(c, crashOptions())
 			if err != nil {
@@ -114,11 +123,20 @@ func TestLogChain_Crash_DataLost(t *testing.T) {
 // acknowledged fsync). Replay must end the chain before it and apply the
 // newest record of this chain.
 func TestLogChain_Crash_StaleRecord(t *testing.T) {
-	for _, forge := range []string{"older-chain", "other-transaction", "older-record"} {
-		t.Run(forge, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, forge string
+		opts        Options
+	}{
+		{"delta/older-chain", "older-chain", crashOptions()}, {"delta/other-transaction", "other-transaction", crashOptions()},
+		{"delta/older-record", "older-record", crashOptions()},
+		{"nodes/older-chain", "older-chain", crashOptionsNodes()}, {"nodes/other-transaction", "other-transaction", crashOptionsNodes()},
+		{"nodes/older-record", "older-record", crashOptionsNodes()},
+	} {
+		forge := tc.forge
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			d := newTestDevice(t, 64<<20)
-			s := openTest(t, d, crashOptions())
+			s := openTest(t, d, tc.opts)
 			a, err := s.Create(RootIno, "f", 0o644)
 			if err != nil {
 				t.Fatal(err)
@@ -199,7 +217,7 @@ func TestLogChain_Crash_StaleRecord(t *testing.T) {
 func TestLogChain_Crash_StaleNodes(t *testing.T) {
 	ctx := context.Background()
 	d := newTestDevice(t, 64<<20)
-	s := openTest(t, d, crashOptions())
+	s := openTest(t, d, crashOptionsNodes()) // a record over stale nodes: a checkpoint
 	a, err := s.Create(RootIno, "f", 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -239,12 +257,12 @@ func TestLogChain_Crash_StaleNodes(t *testing.T) {
 	// that they allocate alike.
 	c0 := d.Crash(memdev.KeepNone())
 	s.Close(ctx)
-	s1, err := Open(c0, crashOptions())
+	s1, err := Open(c0, crashOptionsNodes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c1, root1 := cutFsync(s1, c0, crashData(2, 0, 2*blockSize), func(head uint64, w memdev.Write) bool { return uint64(w.Off) != head })
-	s2, err := Open(c1, crashOptions())
+	s2, err := Open(c1, crashOptionsNodes())
 	if err != nil {
 		t.Fatal(err)
 	}

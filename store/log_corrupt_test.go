@@ -62,9 +62,11 @@ const (
 	lcRecGen     = 88
 	lcRecPrevGen = 96
 	lcRecNext    = 104
+	lcRecKind    = 116 // 0 checkpoint, 1 delta
+	lcRecPayload = 128
 )
 
-var lcRecMagicBytes = []byte("_USTLOG3")
+var lcRecMagicBytes = []byte("_USTLOG6")
 
 // lcRecord is a record of the log chain as a test reads it: where it
 // lives and the log root it names.
@@ -201,7 +203,7 @@ func TestLogCorrupt_DamagedLogNotApplied(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			d := newTestDevice(t, 64<<20)
-			s := openTest(t, d, crashOptions())
+			s := openTest(t, d, crashOptionsNodes()) // damage to log nodes: every sync writes them
 			a, err := s.Create(RootIno, "committed", 0o644)
 			if err != nil {
 				t.Fatal(err)

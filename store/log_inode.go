@@ -675,7 +675,7 @@ func (s *Store) logAndSync(ctx context.Context, in *inode) (outcome fsyncOutcome
 	// lock, cannot answer yes for it before then (store invariants 8, 9).
 	assert.That(lctx.Generation().Transid() == tid, "store: an inode is logged in its own transaction's log (invariant 9)")
 	assert.That(lctx.Generation() > s.tlog.LastLogCommit(), "store: a generation being logged is not yet durable (invariant 8)")
-	w, err := s.tlog.Writer(lt)
+	w, err := s.tlog.Writer(lctx, lt)
 	if err == nil {
 		changes := in.changes.Load()
 		if err = s.logInode(ctx, w, tid, in); err == nil {

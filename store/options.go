@@ -6,7 +6,9 @@ import (
 	"syscall"
 	"time"
 
+	"ustore/engine"
 	"ustore/journal"
+	"ustore/logtree"
 )
 
 // Options configure Open. Zero values mean the defaults.
@@ -35,7 +37,12 @@ type Options struct {
 	// bytes is a scan, read through the scan ring and not cached
 	// (scan_ring.go). Default CacheBytes/4; negative: no read is a scan.
 	ScanReadBytes int64
-	Logger        *slog.Logger
+	// LogDeltaRun is how many delta records may follow a checkpoint of
+	// the fsync log (logtree/delta.go; default logtree.DeltaRunDefault,
+	// at most engine.LogDeltaRunMax). Ablations.LogNodesEverySync makes
+	// every sync a checkpoint whatever it says.
+	LogDeltaRun int
+	Logger      *slog.Logger
 	// Ablations: see journal.Ablations (for benchmarks only; passed to
 	// the engine and the log tree).
 	journal.Ablations
@@ -55,6 +62,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CacheBytes < 0 {
 		return o, fmt.Errorf("store: cache budget %d bytes is negative", o.CacheBytes)
+	}
+	switch {
+	case o.LogDeltaRun == 0:
+		o.LogDeltaRun = logtree.DeltaRunDefault
+	case o.LogDeltaRun < 0 || o.LogDeltaRun > engine.LogDeltaRunMax:
+		return o, fmt.Errorf("store: %d delta records after a log checkpoint, want 1 to %d (0 for %d)",
+			o.LogDeltaRun, engine.LogDeltaRunMax, logtree.DeltaRunDefault)
 	}
 	if o.ScanReadBytes == 0 {
 		o.ScanReadBytes = max(o.CacheBytes/scanCacheShare, 1)

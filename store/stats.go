@@ -87,6 +87,10 @@ type Stats struct {
 	// DeviceRoundTrips counts the device round trips an fsync waits on,
 	// one after the other.
 	DeviceRoundTrips RoundTrips
+	// LogDeltaBytes counts the bytes of changes the log's delta records
+	// carried (logtree/delta.go): over Log.Syncs − Log.Checkpoints, what a
+	// small log sync wrote instead of the tree's nodes.
+	LogDeltaBytes uint64
 	// Cache is the shared cache budget's and the page cache's: bytes
 	// held by nodes and by file data, page hits and misses, read-ahead.
 	Cache CacheStats
@@ -119,6 +123,7 @@ func (s *Store) Stats() Stats {
 		DirtyBytes: s.wb.dirtyBytes(), Inodes: s.itab.count(), FreeExtents: s.e.Space().FreeExtents,
 		Log: s.tlog.Stats(), LogTree: s.e.LogTreeStats(), NodeCache: s.e.CacheStats(),
 		DeviceRoundTrips: RoundTrips{FsyncData: s.stats.fsyncDataRoundTrips.Load(), LogSync: s.e.Stats().LogSyncRoundTrips},
+		LogDeltaBytes:    s.e.Stats().LogDeltaBytes,
 		Cache:            s.CacheStats(),
 	}
 }

@@ -116,6 +116,10 @@ func Open(d dev.Device, opts Options) (*Store, error) {
 	s.readStaging.init()
 	s.tlog = logtree.New(e)
 	s.tlog.Ablations = opts.Ablations
+	s.tlog.DeltaRun = opts.LogDeltaRun
+	if opts.Ablations.LogNodesEverySync {
+		s.tlog.DeltaRun = 0
+	}
 	if opts.ReadOnly {
 		if err := checkNoPendingLog(e, opts); err != nil {
 			e.Close(context.Background())

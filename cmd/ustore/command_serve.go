@@ -287,6 +287,9 @@ var ablationFlags = []struct {
 	{"ablate-teardown-per-range", func(a *journal.Ablations) *bool { return &a.TeardownPerRange },
 		"for benchmarks only: truncate, deletion and unmount drop a file's cached blocks one by one over its size instead of all at once (bench/unmount.sh)",
 		"ablation: cached file data is torn down block by block (--ablate-teardown-per-range, for benchmarks only)"},
+	{"ablate-log-deltas", func(a *journal.Ablations) *bool { return &a.LogNodesEverySync },
+		"for benchmarks only: every log sync writes the log tree's dirty nodes instead of a delta record of its changes when they fit (bench/fsync-vs-peers.sh)",
+		"ablation: every log sync writes the log tree's nodes (--ablate-log-deltas, for benchmarks only)"},
 }
 
 // addAblationFlags defines the --ablate-* flags into a, hidden from

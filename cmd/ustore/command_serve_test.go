@@ -421,7 +421,7 @@ func TestCommand_Serve_AblationFlagsHidden(t *testing.T) {
 	if err := c.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	if a != (journal.Ablations{CommittedLocked: true, LogInsertSearch: true, TeardownPerRange: true}) {
+	if a != (journal.Ablations{CommittedLocked: true, LogInsertSearch: true, TeardownPerRange: true, LogNodesEverySync: true}) {
 		t.Fatalf("%v set %+v, want every ablation", args, a)
 	}
 }
