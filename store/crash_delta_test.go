@@ -75,33 +75,24 @@ func TestLogChain_Crash_DeltaTorn(t *testing.T) {
 			opts := crashOptions()
 			opts.LogDeltaRun = tc.deltaRun
 			s := openTest(t, d, opts)
-			a, err := s.Create(RootIno, "f", 0o644)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want := crashData(1, 0, 3*blockSize)
-			if _, err := s.Write(a.Ino, 0, want); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
+			ino := lcCommittedFile(t, s, want)
 			write := func(step int) []byte {
 				v := bytes.Clone(want)
 				copy(v[(step%3)*blockSize:], crashData(step, 0, blockSize+100))
-				if _, err := s.Write(a.Ino, 0, v); err != nil {
+				if _, err := s.Write(ino, 0, v); err != nil {
 					t.Fatal(err)
 				}
 				return v
 			}
 			for i := range tc.syncs {
 				want = write(2 + i)
-				if err := s.Fsync(ctx, a.Ino, false); err != nil {
+				if err := s.Fsync(ctx, ino, false); err != nil {
 					t.Fatal(err)
 				}
 			}
 			write(9)
-			if err := s.Fsync(ctx, a.Ino, false); err != nil {
+			if err := s.Fsync(ctx, ino, false); err != nil {
 				t.Fatal(err)
 			}
 			est := s.e.Stats()

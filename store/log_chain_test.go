@@ -218,26 +218,17 @@ func TestLogChain_Crash_StaleNodes(t *testing.T) {
 	ctx := context.Background()
 	d := newTestDevice(t, 64<<20)
 	s := openTest(t, d, crashOptionsNodes()) // a record over stale nodes: a checkpoint
-	a, err := s.Create(RootIno, "f", 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	v1 := crashData(1, 0, 2*blockSize)
-	if _, err := s.Write(a.Ino, 0, v1); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ino := lcCommittedFile(t, s, v1)
 	// cutFsync writes v to f, fsyncs it, and returns the device as a cut
 	// just before the log sync's flush leaves it, keeping the writes keep
 	// chooses, and the log root the sync's record names.
 	cutFsync := func(s *Store, d *memdev.Device, v []byte, keep func(head uint64, w memdev.Write) bool) (*memdev.Device, uint64) {
 		t.Helper()
-		if _, err := s.Write(a.Ino, 0, v); err != nil {
+		if _, err := s.Write(ino, 0, v); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Fsync(ctx, a.Ino, false); err != nil {
+		if err := s.Fsync(ctx, ino, false); err != nil {
 			t.Fatal(err)
 		}
 		ops := d.Ops()
@@ -355,4 +346,21 @@ func TestLogChain_NoChain_FsyncCommits(t *testing.T) {
 		t.Fatalf("f: present %v, %d bytes; want what its last fsync logged", ok, len(got))
 	}
 	closeCheck(t, s3)
+}
+
+// lcCommittedFile creates /f holding data and commits it: the state the
+// log chain cases start from.
+func lcCommittedFile(t *testing.T, s *Store, data []byte) Ino {
+	t.Helper()
+	a, err := s.Create(RootIno, "f", 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(a.Ino, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a.Ino
 }
