@@ -294,6 +294,14 @@ func (l *Log) sync(ctx context.Context, c *Ctx) error {
 	l.mu.Unlock()
 
 	_, err := l.e.SyncLog(context.WithoutCancel(ctx), c.tid, c.sub, checkpoint, d.ops)
+	if err != nil && !checkpoint {
+		// A delta that did not go out took its ops with it, while the
+		// tree keeps its changes: a later record of this transaction
+		// would describe a log without them. Its fsyncs commit instead
+		// (ErrLogFull changes nothing else), and so must every later
+		// one of the transaction.
+		l.Poison(c)
+	}
 	if err == nil {
 		// No logMutex: only committers write it, one at a time, in
 		// sub-transaction order (2, 3).
