@@ -87,6 +87,22 @@ func getKey(b []byte) Key {
 	return Key{ObjectID: le.Uint64(b[0:]), Type: b[8], Offset: le.Uint64(b[9:])}
 }
 
+// KeyLen is the length of an encoded key (AppendKey, DecodeKey): the
+// encoding of a key in a node.
+const KeyLen = keySize
+
+// AppendKey appends k's encoding to b: objectid u64, type u8, offset u64,
+// little-endian, as in a node's item headers.
+func AppendKey(b []byte, k Key) []byte {
+	n := len(b)
+	b = append(b, make([]byte, keySize)...)
+	putKey(b[n:], k)
+	return b
+}
+
+// DecodeKey is the key AppendKey encoded at the start of b.
+func DecodeKey(b []byte) Key { return getKey(b) }
+
 // Capacity figures of a node size.
 type geometry struct {
 	nodeSize    int

@@ -111,11 +111,10 @@ func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 	}
 	want := e.chainHead()
 	var recs []chainRecord
-	// deltas[i] are the payloads record i's log applies over its
-	// checkpoint: kept for the last two records only, and sharing
-	// backing arrays (a record's list is its predecessor's plus its own).
-	var deltas [][][]byte
-	var run [][]byte
+	// run is the payloads the last record's log applies over its
+	// checkpoint, prevRun the record before's (a delta's run is its
+	// predecessor's plus its own payload; a checkpoint's is empty).
+	var run, prevRun [][]byte
 	seen := map[Bytenr]bool{}
 	for len(recs) < logChainMax && !seen[want.bytenr] {
 		seen[want.bytenr] = true
@@ -130,21 +129,21 @@ func (e *Engine) ReplayLog() ([]*LogCandidate, error) {
 			e.log.Debug("engine: the log chain ends", "block", want.bytenr, "seq", want.seq, "why", "too many deltas in a row")
 			break
 		}
+		prevRun = run // appends to run leave prevRun's elements as they are
 		if r.delta {
 			run = append(run, payload)
 		} else {
 			run = nil
 		}
 		recs = append(recs, r)
-		deltas = append(deltas, run[:len(run):len(run)])
-		if len(deltas) > 2 {
-			deltas[len(deltas)-3] = nil
-		}
 		want = chainExpect{bytenr: r.next, id: r.id, transid: r.transid, seq: r.seq + 1, prevGen: r.gen, prevRoot: r.root}
 	}
 	var cands []*LogCandidate
 	for i := len(recs) - 1; i >= 0 && i >= len(recs)-2; i-- {
-		c := &LogCandidate{Gen: recs[i].gen, Seq: recs[i].seq, rec: recs[i], Deltas: deltas[i]}
+		c := &LogCandidate{Gen: recs[i].gen, Seq: recs[i].seq, rec: recs[i], Deltas: run}
+		if i < len(recs)-1 {
+			c.Deltas = prevRun
+		}
 		if i > 0 {
 			c.prevRootGen = recs[i-1].root.generation
 		}

@@ -23,7 +23,8 @@ import (
 // checkpoint, writes them all: a checkpoint. Replay rebuilds the log as the
 // checkpoint's tree with the deltas after it applied in chain order.
 //
-// Op encoding, little-endian; a key is objectid u64, type u8, offset u64:
+// Op encoding, little-endian; a key as engine.AppendKey encodes it
+// (objectid u64, type u8, offset u64):
 //
 //	put:          1, key, u32 length, data  (insert or replace the item)
 //	delete range: 2, key from, key to       (every item in [from, to])
@@ -31,7 +32,7 @@ import (
 const (
 	opPut         = 1
 	opDeleteRange = 2
-	keyLen        = 17
+	keyLen        = engine.KeyLen
 )
 
 // DeltaRunDefault is how many delta records may follow a checkpoint
@@ -39,16 +40,6 @@ const (
 // bounds the dirty log nodes held in memory and the payloads replay
 // reads, at one checkpoint's writes per DeltaRunDefault syncs.
 const DeltaRunDefault = 64
-
-func appendKey(b []byte, k engine.Key) []byte {
-	b = binary.LittleEndian.AppendUint64(b, k.ObjectID)
-	b = append(b, k.Type)
-	return binary.LittleEndian.AppendUint64(b, k.Offset)
-}
-
-func getKey(b []byte) engine.Key {
-	return engine.Key{ObjectID: binary.LittleEndian.Uint64(b), Type: b[8], Offset: binary.LittleEndian.Uint64(b[9:])}
-}
 
 // delta is one sub-transaction's ops; over once they no longer fit in a
 // record (they stop growing then: that sync checkpoints).
@@ -62,7 +53,7 @@ func (d *delta) put(limit int, k engine.Key, data []byte) {
 		return
 	}
 	d.ops = append(d.ops, opPut)
-	d.ops = appendKey(d.ops, k)
+	d.ops = engine.AppendKey(d.ops, k)
 	d.ops = binary.LittleEndian.AppendUint32(d.ops, uint32(len(data)))
 	d.ops = append(d.ops, data...)
 	d.check(limit)
@@ -73,8 +64,8 @@ func (d *delta) deleteRange(limit int, from, to engine.Key) {
 		return
 	}
 	d.ops = append(d.ops, opDeleteRange)
-	d.ops = appendKey(d.ops, from)
-	d.ops = appendKey(d.ops, to)
+	d.ops = engine.AppendKey(d.ops, from)
+	d.ops = engine.AppendKey(d.ops, to)
 	d.check(limit)
 }
 
@@ -97,9 +88,17 @@ type rebuiltLog struct {
 	items *btree.BTreeG[logItem]
 }
 
-// rebuildLog returns the items of c's log: its checkpoint's tree (none
-// before the first checkpoint), then its deltas' ops in chain order.
-func rebuildLog(c *engine.LogCandidate) (*rebuiltLog, error) {
+// iterateLog calls fn for each item of c's log in key order while fn
+// returns true; data is valid only during the call. A log with deltas is
+// rebuilt in memory first (its checkpoint's tree, none before the first,
+// then the deltas' ops in chain order); one without is its tree.
+func iterateLog(c *engine.LogCandidate, fn func(k engine.Key, b []byte) bool) error {
+	if len(c.Deltas) == 0 {
+		if c.Tree == nil {
+			return nil
+		}
+		return c.Tree.Iterate(engine.MinKey, fn)
+	}
 	r := &rebuiltLog{items: btree.NewG(32, logItemLess)}
 	if c.Tree != nil {
 		err := c.Tree.Iterate(engine.MinKey, func(k engine.Key, b []byte) bool {
@@ -107,15 +106,16 @@ func rebuildLog(c *engine.LogCandidate) (*rebuiltLog, error) {
 			return true
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, d := range c.Deltas {
 		if err := r.apply(d); err != nil {
-			return nil, fmt.Errorf("%w: log delta %d of %d: %w", engine.ErrCorruption, i+1, len(c.Deltas), err)
+			return fmt.Errorf("%w: log delta %d of %d: %w", engine.ErrCorruption, i+1, len(c.Deltas), err)
 		}
 	}
-	return r, nil
+	r.items.Ascend(func(it logItem) bool { return fn(it.key, it.data) })
+	return nil
 }
 
 // apply applies one delta's ops. The record's checksum has verified its
@@ -129,7 +129,7 @@ func (r *rebuiltLog) apply(b []byte) error {
 			if len(b) < keyLen+4 {
 				return fmt.Errorf("a put op cut short")
 			}
-			k, n := getKey(b), int(binary.LittleEndian.Uint32(b[keyLen:]))
+			k, n := engine.DecodeKey(b), int(binary.LittleEndian.Uint32(b[keyLen:]))
 			b = b[keyLen+4:]
 			if n > len(b) {
 				return fmt.Errorf("a put of %d bytes with %d left", n, len(b))
@@ -140,7 +140,7 @@ func (r *rebuiltLog) apply(b []byte) error {
 			if len(b) < 2*keyLen {
 				return fmt.Errorf("a delete-range op cut short")
 			}
-			from, to := getKey(b), getKey(b[keyLen:])
+			from, to := engine.DecodeKey(b), engine.DecodeKey(b[keyLen:])
 			b = b[2*keyLen:]
 			var doomed []logItem
 			r.items.AscendGreaterOrEqual(logItem{key: from}, func(it logItem) bool {
@@ -158,9 +158,4 @@ func (r *rebuiltLog) apply(b []byte) error {
 		}
 	}
 	return nil
-}
-
-// iterate calls fn for each item in key order while it returns true.
-func (r *rebuiltLog) iterate(fn func(k engine.Key, b []byte) bool) {
-	r.items.Ascend(func(it logItem) bool { return fn(it.key, it.data) })
 }

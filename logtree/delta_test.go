@@ -62,10 +62,10 @@ func TestDelta_ReplaysAsTheTreeSaw(t *testing.T) {
 	}
 	slices.SortFunc(want, engine.Key.Compare)
 	var got []engine.Key
-	r.iterate(func(k engine.Key, b []byte) bool {
-		got = append(got, k)
-		if !bytes.Equal(b, model[k]) {
-			t.Errorf("%v: %q, want %q", k, b, model[k])
+	r.items.Ascend(func(it logItem) bool {
+		got = append(got, it.key)
+		if !bytes.Equal(it.data, model[it.key]) {
+			t.Errorf("%v: %q, want %q", it.key, it.data, model[it.key])
 		}
 		return true
 	})

@@ -186,14 +186,10 @@ func verifyData(e *engine.Engine, li *logItems) error {
 // readLog reads every item of c's log: its checkpoint's tree with its
 // deltas applied (delta.go).
 func readLog(c *engine.LogCandidate) (*logItems, error) {
-	rl, err := rebuildLog(c)
-	if err != nil {
-		return nil, err
-	}
 	li := &logItems{inodes: map[engine.Ino]engine.InodeItem{}, flags: map[engine.Ino]LogFlags{},
 		refs: map[engine.Ino][]engine.DirEntry{}, xattrs: map[engine.Ino][]engine.XattrEntry{}, dirIndex: map[engine.Ino][]engine.DirEntry{}, files: map[engine.Ino][]fileLogRecord{}}
 	var derr error
-	rl.iterate(func(k engine.Key, b []byte) bool {
+	err := iterateLog(c, func(k engine.Key, b []byte) bool {
 		switch {
 		case k.ObjectID == engine.CsumObjectID && k.Type == engine.TypeExtentCsum:
 			li.csums = append(li.csums, csumRun{k.Offset, slices.Clone(b)})
@@ -247,7 +243,10 @@ func readLog(c *engine.LogCandidate) (*logItems, error) {
 		}
 		return derr == nil
 	})
-	return li, derr
+	if err == nil {
+		err = derr
+	}
+	return li, err
 }
 
 // apply runs the stages.
