@@ -12,7 +12,7 @@ type Writer struct {
 	l  *Log
 	lt *engine.Trans
 	t  *engine.Tree
-	d  *delta
+	d  *delta // nil: changes are not recorded (Log.DeltaRun 0)
 }
 
 // Writer returns a writer for context c and its log handle lt (both from
@@ -22,7 +22,11 @@ func (l *Log) Writer(c *Ctx, lt *engine.Trans) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{l: l, lt: lt, t: t, d: &l.deltas[c.sub%2]}, nil
+	w := &Writer{l: l, lt: lt, t: t}
+	if l.DeltaRun > 0 { // with every sync a checkpoint, no delta is read
+		w.d = &l.deltas[c.sub%2]
+	}
+	return w, nil
 }
 
 // Set puts an item into the log, replacing one with the same key. An item
@@ -33,6 +37,9 @@ func (l *Log) Writer(c *Ctx, lt *engine.Trans) (*Writer, error) {
 // ablation for benchmarks) the search reserves room as an insert would,
 // taking the parent's write lock.
 func (w *Writer) Set(key engine.Key, data []byte) error {
+	if w.d == nil {
+		return w.set(key, data)
+	}
 	w.l.deltaMu.Lock()
 	defer w.l.deltaMu.Unlock()
 	if err := w.set(key, data); err != nil {
@@ -87,6 +94,9 @@ func (w *Writer) Insert(keys []engine.Key, payloads [][]byte) error {
 		return err
 	}
 	w.l.stats.inserted.Add(uint64(len(keys)))
+	if w.d == nil {
+		return w.t.InsertItems(w.lt, b)
+	}
 	w.l.deltaMu.Lock()
 	defer w.l.deltaMu.Unlock()
 	if err := w.t.InsertItems(w.lt, b); err != nil {
@@ -100,6 +110,10 @@ func (w *Writer) Insert(keys []engine.Key, payloads [][]byte) error {
 
 // DeleteRange deletes the logged items with keys in [from, to].
 func (w *Writer) DeleteRange(from, to engine.Key) error {
+	if w.d == nil {
+		_, err := w.t.DeleteRange(w.lt, from, to)
+		return err
+	}
 	w.l.deltaMu.Lock()
 	defer w.l.deltaMu.Unlock()
 	if _, err := w.t.DeleteRange(w.lt, from, to); err != nil {
