@@ -48,13 +48,15 @@ type Client struct {
 //
 // Who touches what: send takes a slot, takes an id (nextID, atomic),
 // registers the call in pending under mu (unless err is set) and writes
-// the frame under wmu. The reader goroutine (readLoop) takes each response's
-// call out of pending under mu and hands it its result under mu; it gives
-// the slot back. fail sets err once, under mu, hands it to every call in
-// pending and closes the socket; done is closed when the reader has ended.
+// the frame under wmu. Whoever holds the read role (reading, under mu;
+// read_role.go) reads responses from br, takes each one's call out of
+// pending under mu and hands it its result under mu; it gives the slot
+// back. fail sets err once, under mu, hands it to every call in pending
+// and closes the socket; done is closed once err is set and nobody holds
+// the read role.
 type conn struct {
 	nc      *net.UnixConn
-	br      *bufio.Reader
+	br      *bufio.Reader // the read role's
 	opts    Options
 	version uint16
 	limits  proto.Limits
@@ -64,12 +66,21 @@ type conn struct {
 
 	wmu sync.Mutex // one frame written at a time
 
-	mu       sync.Mutex
-	pending  map[uint64]*call
-	err      error // why the connection ended; set once
-	timedOut bool  // under mu: it ended with the server's connection-level ETIMEDOUT
+	mu         sync.Mutex
+	pending    map[uint64]*call
+	waiters    []*call // callers waiting for a result while another reads, oldest first; some may have stopped waiting
+	reading    bool    // a goroutine holds the read role
+	err        error   // why the connection ended; set once
+	timedOut   bool    // it ended with the server's connection-level ETIMEDOUT
+	doneClosed bool
 
-	done chan struct{} // closed when readLoop has ended
+	// rdMu guards the read role's deadline against interrupt: a frame is
+	// never cut in part.
+	rdMu        sync.Mutex
+	inFrame     bool // a frame is being read
+	deadlineSet bool // interrupt set a read deadline
+
+	done chan struct{} // closed once the connection has ended and nobody reads it
 }
 
 // call is one request in flight.
@@ -77,16 +88,19 @@ type call struct {
 	cn        *conn // the connection it was sent on
 	id        uint64
 	op        proto.Op
-	res       chan result // cap 1: the reader never blocks on it
-	abandoned bool        // under Client.mu: the caller gave up
+	res       chan result // cap 2: a lead token and its result; nobody blocks on it
+	abandoned bool        // under conn.mu: the caller gave up
+	waiting   bool        // under conn.mu: its caller waits in await and may be handed the read role
 }
 
 // result is a call's outcome: its decoded reply (whose byte slices alias
-// buf), or the status of a failed request, or the connection's error.
+// buf), or the status of a failed request, or the connection's error — or,
+// with lead set, not an outcome: the read role, handed to a waiting caller.
 type result struct {
 	reply proto.Reply
 	buf   *[]byte
 	err   error
+	lead  bool
 }
 
 // Dial connects to the server listening on socketPath and does the
@@ -126,7 +140,6 @@ func dial(ctx context.Context, socketPath string, opts Options) (*conn, error) {
 		return nil, fmt.Errorf("client: handshake with %s: %w", socketPath, err)
 	}
 	c.slots = make(chan struct{}, c.limits.InflightMax)
-	go c.readLoop()
 	return c, nil
 }
 
@@ -220,8 +233,15 @@ func (c *Client) Reconnects() uint64 { return c.reconnects.Load() }
 // idle close it says so until the next call dials again.
 func (c *Client) Err() error { return c.cur.Load().Err() }
 
-// Err returns why c ended, or nil while it is up.
+// Err returns why c ended, or nil while it is up. When nobody reads the
+// connection, it looks at what the server may have said without waiting.
 func (c *conn) Err() error {
+	c.look()
+	return c.err0()
+}
+
+// err0 is Err without the look.
+func (c *conn) err0() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -240,9 +260,11 @@ func (c *conn) fail(err error) {
 	for id, cl := range c.pending {
 		delete(c.pending, id)
 		if !cl.abandoned {
+			cl.waiting = false
 			cl.res <- result{err: c.err}
 		}
 	}
+	c.endedLocked()
 	c.mu.Unlock()
 	c.nc.Close()
 }
@@ -263,29 +285,53 @@ func (c *conn) traceparent(ctx context.Context) proto.Traceparent {
 	return t
 }
 
+// errUndelivered is a request whose write failed because the server had
+// closed the connection: its frame reached nobody.
+var errUndelivered = errors.New("client: the request reached no server")
+
 // send takes a slot (waiting, under ctx, while the server's in-flight
 // bound is reached), encodes req and writes it. The call it returns is in
-// flight: await it, or abandon it.
+// flight: await it, or abandon it. A request written to a connection the
+// server had closed for idleness goes again on a new one, once: the
+// server runs nothing it had not read, and this frame it never read.
 func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cn, err := c.conn(ctx)
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		cn, err := c.conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := cn.send(ctx, req)
+		if errors.Is(err, errUndelivered) {
+			if try == 0 && cn.timedOutIdle() {
+				continue
+			}
+			if e := cn.err0(); e != nil {
+				err = e
+			}
+		}
+		return cl, err
 	}
-	return cn.send(ctx, req)
 }
 
 func (c *conn) send(ctx context.Context, req proto.Request) (*call, error) {
 	select {
 	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		return nil, c.Err()
+	default:
+		// The bound is reached: the responses of the calls in flight
+		// must be read for a slot to come back, waited for or not.
+		c.ensureReader()
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, c.err0()
+		}
 	}
-	cl := &call{cn: c, id: c.nextID.Add(1), op: req.Op(), res: make(chan result, 1)}
+	cl := &call{cn: c, id: c.nextID.Add(1), op: req.Op(), res: make(chan result, 2)}
 	buf := proto.GetBuffer(sizeHint(req))
 	defer proto.PutBuffer(buf)
 	b, err := proto.AppendRequest(*buf, cl.id, c.traceparent(ctx), req)
@@ -309,11 +355,15 @@ func (c *conn) send(ctx context.Context, req proto.Request) (*call, error) {
 	if err != nil {
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 			// The server closed the connection. If it said why first
-			// (a frame with id 0: ESHUTDOWN when it stops), that frame
-			// waits in the socket ahead of the close, and the reader is
-			// about to find it: the reason is the server's, not this
-			// broken pipe. The reader ends promptly on a closed peer.
-			<-c.done
+			// (a frame with id 0: ETIMEDOUT for an idle connection,
+			// ESHUTDOWN when it stops), that frame waits in the socket
+			// ahead of the close: reading to cl's result (the end of the
+			// connection) finds it, and the reason is the server's, not
+			// this broken pipe.
+			if _, err := c.await(ctx, cl); err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errUndelivered
 		}
 		// A frame written in part breaks the stream: the connection ends,
 		// and cl gets its error like every call in flight (the first
@@ -335,18 +385,6 @@ func sizeHint(req proto.Request) int {
 	return proto.BufferSmall
 }
 
-// await waits for cl's result. When ctx ends first, the call is abandoned
-// (its response will be dropped) and ctx's error returned.
-func (c *Client) await(ctx context.Context, cl *call) (result, error) {
-	select {
-	case r := <-cl.res:
-		return r, r.err
-	case <-ctx.Done():
-		cl.cn.abandon(cl)
-		return result{}, ctx.Err()
-	}
-}
-
 // abandon gives up on cl: its response, if it has not come yet, is dropped
 // by the reader; if it has, it is dropped here.
 func (c *Client) abandon(cl *call) { cl.cn.abandon(cl) }
@@ -356,12 +394,20 @@ func (c *conn) abandon(cl *call) {
 	defer c.mu.Unlock()
 	if c.pending[cl.id] == cl {
 		cl.abandoned = true
-		return
+		cl.waiting = false
 	}
-	select {
-	case r := <-cl.res:
-		proto.PutBuffer(r.buf)
-	default:
+	for {
+		select {
+		case r := <-cl.res:
+			if r.lead {
+				c.leaveLocked() // the read role, handed as the caller gave up: on to the next
+			} else {
+				proto.PutBuffer(r.buf)
+			}
+			continue
+		default:
+		}
+		return
 	}
 }
 
@@ -392,57 +438,4 @@ func (c *Client) doEmpty(ctx context.Context, req proto.Request) error {
 	_, buf, err := c.do(ctx, req)
 	proto.PutBuffer(buf)
 	return err
-}
-
-// readLoop reads responses and hands each to its call until the
-// connection ends.
-func (c *conn) readLoop() {
-	defer close(c.done)
-	for {
-		buf := proto.FrameBuffer(c.br, c.limits.FrameSizeMax)
-		f, err := proto.ReadFrame(c.br, proto.KindResponse, c.limits.FrameSizeMax, *buf)
-		if err != nil {
-			proto.PutBuffer(buf)
-			c.fail(fmt.Errorf("read: %w", err))
-			return
-		}
-		if f.ID == 0 {
-			// About the connection: the server closes after it.
-			proto.PutBuffer(buf)
-			c.mu.Lock()
-			c.timedOut = c.err == nil && f.Status == proto.StatusTimedOut
-			c.mu.Unlock()
-			c.fail(fmt.Errorf("the server closed the connection: %w", proto.Err(f.Status, f.Message)))
-			return
-		}
-		var r result
-		if f.Status == proto.StatusOK {
-			r.reply, err = proto.DecodeReply(f.Op, f.Payload)
-			if err != nil {
-				proto.PutBuffer(buf)
-				c.fail(fmt.Errorf("response to request %d: %w", f.ID, err))
-				return
-			}
-			r.buf = buf
-		} else {
-			r.err = proto.Err(f.Status, f.Message)
-			proto.PutBuffer(buf)
-		}
-		c.mu.Lock()
-		cl, ok := c.pending[f.ID]
-		if !ok || cl.op != f.Op {
-			c.mu.Unlock()
-			proto.PutBuffer(r.buf)
-			c.fail(fmt.Errorf("%w: a response (op %v) for request %d, which is not in flight", proto.ErrMalformed, f.Op, f.ID))
-			return
-		}
-		delete(c.pending, f.ID)
-		if cl.abandoned {
-			proto.PutBuffer(r.buf)
-		} else {
-			cl.res <- r
-		}
-		c.mu.Unlock()
-		<-c.slots
-	}
 }
