@@ -32,10 +32,6 @@ import (
 // no one, so after an idle close it is sent again on a new connection —
 // or by Err, which looks without waiting.
 
-// errInterrupted is a read cut by the reading caller's context: nothing
-// of a frame was consumed.
-var errInterrupted = errors.New("client: read interrupted")
-
 // await waits for cl's result, reading the connection itself when nobody
 // else does. When ctx ends first, the call is abandoned (its response will
 // be dropped) and ctx's error returned.
