@@ -62,8 +62,10 @@ type conn struct {
 	out     chan response
 	workers sync.WaitGroup
 
-	wmu    sync.Mutex // bw, broken, nc's write deadline
-	broken bool       // a write failed: nothing more is written
+	wmu    sync.Mutex // bw, broken, nc's write deadline (wd)
+	wd     coarseDeadline
+	rd     coarseDeadline // nc's read deadline: the reader's
+	broken bool           // a write failed: nothing more is written
 	// unflushed is the reader's own: an inline response it wrote and did
 	// not flush, because another whole frame was already buffered.
 	unflushed bool

@@ -121,7 +121,9 @@ func (c *conn) readRequest(limits proto.Limits) (f proto.Frame, buf *[]byte, cha
 	if err := c.awaitFrame(); err != nil {
 		return f, nil, 0, err
 	}
-	if err := c.setReadDeadline(c.s.opts.FrameTimeout); err != nil {
+	// A frame already read whole needs no deadline to arrive.
+	whole := c.frameBuffered()
+	if err := c.frameDeadline(whole); err != nil {
 		return f, nil, 0, err
 	}
 	h, err := c.br.Peek(6) // size, kind, op
@@ -150,7 +152,7 @@ func (c *conn) readRequest(limits proto.Limits) (f proto.Frame, buf *[]byte, cha
 	}
 	// The wait for the budget is not the client's: its frame's clock
 	// starts again.
-	if err := c.setReadDeadline(c.s.opts.FrameTimeout); err != nil {
+	if err := c.frameDeadline(whole); err != nil {
 		c.s.budget.release(charge)
 		return f, nil, 0, err
 	}
@@ -170,6 +172,13 @@ func (c *conn) readRequest(limits proto.Limits) (f proto.Frame, buf *[]byte, cha
 // handles it holds files open (a process with a file open for hours):
 // not idle, and the wait goes on.
 func (c *conn) awaitFrame() error {
+	if c.br.Buffered() > 0 {
+		// Its first byte is here: no wait.
+		if c.stopping.Load() {
+			return os.ErrDeadlineExceeded
+		}
+		return nil
+	}
 	for {
 		if err := c.setReadDeadline(c.s.opts.IdleTimeout); err != nil {
 			return err
@@ -187,14 +196,23 @@ func (c *conn) awaitFrame() error {
 	}
 }
 
-// setReadDeadline sets nc's read deadline d from now (none if d < 0),
-// unless a stop has set its own: then it reports the stop as a deadline.
-func (c *conn) setReadDeadline(d time.Duration) error {
-	var t time.Time
-	if d >= 0 {
-		t = time.Now().Add(d)
+// frameDeadline gives the frame being read FrameTimeout to arrive whole,
+// unless it already has (whole): then it only checks for a stop.
+func (c *conn) frameDeadline(whole bool) error {
+	if whole {
+		if c.stopping.Load() {
+			return os.ErrDeadlineExceeded
+		}
+		return nil
 	}
-	c.nc.SetReadDeadline(t)
+	return c.setReadDeadline(c.s.opts.FrameTimeout)
+}
+
+// setReadDeadline makes nc's read deadline at least d from now (none if
+// d < 0; coarseDeadline: at most a sixteenth more), unless a stop has set
+// its own: then it reports the stop as a deadline.
+func (c *conn) setReadDeadline(d time.Duration) error {
+	c.rd.ensure(time.Now(), d, c.nc.SetReadDeadline)
 	// After the set: a stop before it is seen here, a stop after it sets
 	// its deadline after this one.
 	if c.stopping.Load() {

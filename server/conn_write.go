@@ -77,7 +77,7 @@ func (c *conn) writeLocked(r response, flush bool) {
 	if c.broken {
 		return
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	c.wd.ensure(time.Now(), c.s.opts.WriteTimeout, c.nc.SetWriteDeadline)
 	_, err := c.bw.Write(*r.buf)
 	if err == nil && flush {
 		err = c.bw.Flush()
@@ -91,7 +91,7 @@ func (c *conn) flushLocked() {
 	if c.broken || c.bw.Buffered() == 0 {
 		return
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	c.wd.ensure(time.Now(), c.s.opts.WriteTimeout, c.nc.SetWriteDeadline)
 	c.writeFailed(c.bw.Flush())
 }
 

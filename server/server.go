@@ -74,6 +74,8 @@ type Options struct {
 	// WriteTimeout bounds each write of responses to the socket (default
 	// 10 s): a client that does not read its responses is closed, so it
 	// holds neither the in-flight budget nor a graceful shutdown longer.
+	// Each of these three is a lower bound, with at most a sixteenth more
+	// (deadline.go).
 	WriteTimeout time.Duration
 	// LogInterval rate-limits the log lines a peer causes at will (a
 	// refused or dropped connection): at most one per interval, with a
