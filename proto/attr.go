@@ -58,8 +58,8 @@ func (a *Attr) decode(d *decoder) {
 	a.Ino, a.Mode, a.Nlink = d.u64("ino"), d.u32("mode"), d.u32("nlink")
 	a.UID, a.GID = d.u32("uid"), d.u32("gid")
 	a.Size, a.Blocks, a.Generation = d.u64("size"), d.u64("blocks"), d.u64("generation")
-	a.Atime, a.Mtime = d.timespec("atime"), d.timespec("mtime")
-	a.Ctime, a.Btime = d.timespec("ctime"), d.timespec("btime")
+	a.Atime, a.Mtime = d.timespec("atime", "atime nanoseconds"), d.timespec("mtime", "mtime nanoseconds")
+	a.Ctime, a.Btime = d.timespec("ctime", "ctime nanoseconds"), d.timespec("btime", "btime nanoseconds")
 }
 
 func (a *Attr) appendPayload(b []byte) []byte {

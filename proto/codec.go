@@ -139,8 +139,11 @@ func (d *decoder) str(n int, what string) []byte {
 	return d.take(n, what)
 }
 
-func (d *decoder) timespec(what string) Timespec {
-	return Timespec{Sec: int64(d.u64(what)), Nsec: d.u32(what + " nanoseconds")}
+// timespec takes a time's two fields, named what and whatNsec in an error
+// (two constants: a name built per call cost an allocation per field of
+// every attribute decoded).
+func (d *decoder) timespec(what, whatNsec string) Timespec {
+	return Timespec{Sec: int64(d.u64(what)), Nsec: d.u32(whatNsec)}
 }
 
 // data takes the rest of the payload: file data, which aliases it. Its

@@ -71,7 +71,7 @@ func (r *SetAttr) Validate() error {
 func (r *SetAttr) decode(d *decoder) {
 	r.Ino, r.Mask = d.u64("ino"), SetAttrMask(d.u32("mask"))
 	r.Mode, r.UID, r.GID = d.u32("mode"), d.u32("uid"), d.u32("gid")
-	r.Size, r.Atime, r.Mtime = d.u64("size"), d.timespec("atime"), d.timespec("mtime")
+	r.Size, r.Atime, r.Mtime = d.u64("size"), d.timespec("atime", "atime nanoseconds"), d.timespec("mtime", "mtime nanoseconds")
 }
 func (r *SetAttr) appendPayload(b []byte) []byte {
 	b = appendU32(appendU64(b, r.Ino), uint32(r.Mask))
