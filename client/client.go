@@ -69,6 +69,7 @@ type conn struct {
 	mu         sync.Mutex
 	pending    map[uint64]*call
 	waiters    []*call // callers waiting for a result while another reads, oldest first; some may have stopped waiting
+	nWaiting   int     // how many in waiters still wait: waiters is compacted when mostly stale
 	reading    bool    // a goroutine holds the read role
 	err        error   // why the connection ended; set once
 	timedOut   bool    // it ended with the server's connection-level ETIMEDOUT
@@ -260,7 +261,7 @@ func (c *conn) fail(err error) {
 	for id, cl := range c.pending {
 		delete(c.pending, id)
 		if !cl.abandoned {
-			cl.waiting = false
+			c.stopWaitingLocked(cl)
 			cl.res <- result{err: c.err}
 		}
 	}
@@ -291,10 +292,25 @@ var errUndelivered = errors.New("client: the request reached no server")
 
 // send takes a slot (waiting, under ctx, while the server's in-flight
 // bound is reached), encodes req and writes it. The call it returns is in
-// flight: await it, or abandon it. A request written to a connection the
+// flight: await it, or abandon it. Its caller may await it later (a
+// stream's read-ahead, write-behind): its response is read meanwhile by a
+// background reader, unless someone holds the read role — a response left
+// unread would stall the server's writes to this connection and, past its
+// write timeout, end it.
+func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
+	return c.sendCall(ctx, req, false)
+}
+
+// sendAwaited is send for a caller that awaits the call at once (do): it
+// will take the read role itself.
+func (c *Client) sendAwaited(ctx context.Context, req proto.Request) (*call, error) {
+	return c.sendCall(ctx, req, true)
+}
+
+// sendCall is send and sendAwaited. A request written to a connection the
 // server had closed for idleness goes again on a new one, once: the
 // server runs nothing it had not read, and this frame it never read.
-func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
+func (c *Client) sendCall(ctx context.Context, req proto.Request, awaited bool) (*call, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -303,7 +319,7 @@ func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 		if err != nil {
 			return nil, err
 		}
-		cl, err := cn.send(ctx, req)
+		cl, err := cn.send(ctx, req, awaited)
 		if errors.Is(err, errUndelivered) {
 			if try == 0 && cn.timedOutIdle() {
 				continue
@@ -316,7 +332,7 @@ func (c *Client) send(ctx context.Context, req proto.Request) (*call, error) {
 	}
 }
 
-func (c *conn) send(ctx context.Context, req proto.Request) (*call, error) {
+func (c *conn) send(ctx context.Context, req proto.Request, awaited bool) (*call, error) {
 	select {
 	case c.slots <- struct{}{}:
 	default:
@@ -369,6 +385,8 @@ func (c *conn) send(ctx context.Context, req proto.Request) (*call, error) {
 		// and cl gets its error like every call in flight (the first
 		// reason recorded wins).
 		c.fail(fmt.Errorf("write: %w", err))
+	} else if !awaited {
+		c.ensureReader()
 	}
 	return cl, nil
 }
@@ -394,7 +412,7 @@ func (c *conn) abandon(cl *call) {
 	defer c.mu.Unlock()
 	if c.pending[cl.id] == cl {
 		cl.abandoned = true
-		cl.waiting = false
+		c.stopWaitingLocked(cl)
 	}
 	for {
 		select {
@@ -414,7 +432,7 @@ func (c *conn) abandon(cl *call) {
 // do sends req and waits for its reply. The reply's byte slices alias the
 // returned buffer, which the caller gives back (proto.PutBuffer) when done with them.
 func (c *Client) do(ctx context.Context, req proto.Request) (proto.Reply, *[]byte, error) {
-	cl, err := c.send(ctx, req)
+	cl, err := c.sendAwaited(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}

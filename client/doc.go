@@ -35,7 +35,8 @@
 // With no call in flight nobody reads the connection (read_role.go), so
 // the close is seen by the next call — its write finds the socket closed,
 // it reads the server's reason, and its frame, which reached no one, goes
-// on the new connection — or by Err, which looks without waiting.
+// on the new connection — or by Err, which looks without waiting for
+// anything to arrive.
 // Any other end of a connection — the server's shutdown (ESHUTDOWN), a
 // malformed frame, Close — is final.
 //
@@ -56,7 +57,8 @@
 // A slot is a token of the server's in-flight bound: the client never has
 // more requests in flight than the server announced (the server would
 // stop reading past it), and a call past the bound waits for a slot (under
-// its context), with the read role held meanwhile so that slots come back.
+// its context); the calls holding the slots are being read (invariant 6),
+// so the slots come back.
 //
 // # Invariants
 //
@@ -80,8 +82,12 @@
 //     TestClient_ShutdownClose_Final, TestReadRole_IdleClose_NextCallRedials)
 //  6. At most one goroutine reads the socket: the holder of the read role
 //     (conn.reading), which passes only under mu. While calls are in
-//     flight someone holds it or will take it: a caller that awaits, or
-//     the background reader leave starts when nobody waits. A reader's
+//     flight someone holds it or is about to take it: the caller of do,
+//     which awaits at once; otherwise the background reader, started by a
+//     send for a later await, by a sender waiting for a slot, and by leave
+//     when nobody waits. A response is never left unread for long: the
+//     server would stop writing to the connection and, past its write
+//     timeout, close it. A reader's
 //     wait for a frame may be cut (its caller's context); a frame once
 //     begun is read whole. (read_role.go; TestReadRole_*)
 package client

@@ -26,11 +26,16 @@ import (
 // token in its result channel), or, when calls are still in flight and
 // nobody waits for them (a stream's read-ahead, write-behind, calls whose
 // callers gave up), to a background reader, which reads until none is in
-// flight or a caller waits. With no call in flight nobody reads: what the
-// server says to an idle connection (its idle close, its shutdown) is read
-// by the next call, whose write then fails with EPIPE — the frame reached
-// no one, so after an idle close it is sent again on a new connection —
-// or by Err, which looks without waiting.
+// flight or a caller waits. A call sent to be awaited later (send, not
+// sendAwaited) starts that background reader itself when nobody reads: a
+// response left unread would stall the server's writes to the connection,
+// and past its write timeout end it. So while calls are in flight someone
+// reads, or the caller of do is about to. With no call in flight nobody
+// reads: what the server says to an idle connection (its idle close, its
+// shutdown) is read by the next call, whose write then fails with EPIPE —
+// the frame reached no one, so after an idle close it is sent again on a
+// new connection — or by Err, which looks without waiting for anything to
+// arrive (it reads a frame that has begun to).
 
 // await waits for cl's result, reading the connection itself when nobody
 // else does. When ctx ends first, the call is abandoned (its response will
@@ -55,8 +60,7 @@ func (c *conn) await(ctx context.Context, cl *call) (result, error) {
 		return c.lead(ctx, cl)
 	}
 	if c.pending[cl.id] == cl {
-		cl.waiting = true
-		c.waiters = append(c.waiters, cl)
+		c.waitLocked(cl)
 	}
 	c.mu.Unlock()
 	select {
@@ -145,7 +149,7 @@ func (c *conn) handToWaiterLocked() bool {
 		c.waiters[0] = nil
 		c.waiters = c.waiters[1:]
 		if w.waiting {
-			w.waiting = false
+			c.stopWaitingLocked(w)
 			w.res <- result{lead: true}
 			return true
 		}
@@ -154,8 +158,38 @@ func (c *conn) handToWaiterLocked() bool {
 	return false
 }
 
+// waitLocked registers cl's caller as waiting for its result while
+// another goroutine reads. Entries whose callers stopped waiting are
+// dropped when they outnumber the waiting ones, so that waiters stays
+// within twice the callers waiting however long one read lasts.
+func (c *conn) waitLocked(cl *call) {
+	if len(c.waiters) >= 2*c.nWaiting+16 {
+		kept := c.waiters[:0]
+		for _, w := range c.waiters {
+			if w.waiting {
+				kept = append(kept, w)
+			}
+		}
+		clear(c.waiters[len(kept):])
+		c.waiters = kept
+	}
+	cl.waiting = true
+	c.nWaiting++
+	c.waiters = append(c.waiters, cl)
+}
+
+// stopWaitingLocked marks cl's caller as no longer waiting (its result or
+// the read role is handed to it, or it gave up).
+func (c *conn) stopWaitingLocked(cl *call) {
+	if cl.waiting {
+		cl.waiting = false
+		c.nWaiting--
+	}
+}
+
 // ensureReader starts a background reader when calls are in flight and
-// nobody reads: a sender waiting for a slot needs their responses read.
+// nobody reads: a call sent for a later await, or a sender waiting for a
+// slot, needs the responses read.
 func (c *conn) ensureReader() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -261,7 +295,7 @@ func (c *conn) readOne() {
 	if cl.abandoned {
 		proto.PutBuffer(r.buf)
 	} else {
-		cl.waiting = false
+		c.stopWaitingLocked(cl)
 		cl.res <- r
 	}
 	c.mu.Unlock()

@@ -285,3 +285,75 @@ func TestReadRole_Concurrent_RandomCancels(t *testing.T) {
 		t.Fatalf("%d slots still taken", n)
 	}
 }
+
+type slowTraceKey struct{}
+
+// TestReadRole_SentNotAwaited_Read: a call sent for a later await (a
+// write-behind write, a stream chunk) has its response read meanwhile, so
+// that its slot comes back: here it holds the only slot, registered late
+// (user code between the slot and the registration), and another call
+// waits for that slot.
+func TestReadRole_SentNotAwaited_Read(t *testing.T) {
+	f := newFake(t, proto.Limits{FrameSizeMax: proto.FrameSizeMax, InflightMax: 1})
+	c := f.dial(Options{Traceparent: func(ctx context.Context) string {
+		if ctx.Value(slowTraceKey{}) != nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		return ""
+	}})
+	fc := f.accept()
+	go answerStats(fc, 2)
+	sent := make(chan *call, 1)
+	go func() {
+		cl, err := c.send(context.WithValue(context.Background(), slowTraceKey{}, 1), &proto.Stat{Ino: 1})
+		if err != nil {
+			t.Error(err)
+		}
+		sent <- cl
+	}()
+	time.Sleep(10 * time.Millisecond) // the send above holds the slot
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Stat(ctx, 2); err != nil {
+		t.Fatalf("the call waiting for the slot: %v", err)
+	}
+	cl := <-sent
+	r, err := c.await(context.Background(), cl)
+	if err != nil || r.reply.(*proto.Attr).Ino != 1 {
+		t.Fatalf("the call awaited late: %+v %v", r.reply, err)
+	}
+	proto.PutBuffer(r.buf)
+}
+
+// TestReadRole_Waiters_Bounded: while one caller reads (its reply slow),
+// thousands of calls wait behind it one after another; the list of
+// waiters stays bounded by those still waiting, not by the calls made.
+func TestReadRole_Waiters_Bounded(t *testing.T) {
+	f := newFake(t, maxLimits())
+	c := f.dial(Options{})
+	fc := f.accept()
+	slow := make(chan error, 1)
+	go func() { _, err := c.Stat(context.Background(), 1); slow <- err }()
+	frA, _ := fc.request()
+	for !c.reading() {
+		time.Sleep(time.Millisecond)
+	}
+	const calls = 5000
+	go answerStats(fc, calls)
+	for i := range calls {
+		if _, err := c.Stat(context.Background(), uint64(2+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cn := c.cur.Load()
+	cn.mu.Lock()
+	n, waiting := len(cn.waiters), cn.nWaiting
+	cn.mu.Unlock()
+	if waiting != 0 || n > 16 {
+		t.Fatalf("%d entries in waiters (%d waiting) after %d calls behind one reader", n, waiting, calls)
+	}
+	fc.respond(frA.ID, proto.OpStat, proto.StatusOK, &proto.Attr{Ino: 1})
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"ustore/client"
 	"ustore/dev/memdev"
@@ -211,5 +212,49 @@ func TestReader_FileShrinks_EndsEarly(t *testing.T) {
 	}
 	if len(got) > len(data) || !bytes.Equal(got[:1<<20+5], data[:1<<20+5]) {
 		t.Fatalf("read %d bytes", len(got))
+	}
+}
+
+// TestReader_ConsumerPauses_PastWriteTimeout: a Reader's consumer that
+// pauses longer than the server's write timeout loses nothing: the
+// read-ahead's responses are read meanwhile (by the client's background
+// reader), so the server's writes never stall and the connection stays.
+func TestReader_ConsumerPauses_PastWriteTimeout(t *testing.T) {
+	c, _, _ := serveWith(t, server.Options{WriteTimeout: time.Second})
+	ctx := context.Background()
+	data := randomBytes(24<<20, 9)
+	if _, err := c.Put(ctx, "/src", data, false); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.OpenReader(ctx, "/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make([]byte, 0, len(data))
+	p := make([]byte, 64<<10)
+	paused := false
+	for {
+		n, err := r.Read(p)
+		got = append(got, p[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read after %d bytes: %v", len(got), err)
+		}
+		if len(got) == 3<<19 {
+			time.Sleep(100 * time.Millisecond) // the read-ahead in flight is all answered
+		}
+		if !paused && len(got) >= 5<<19 {
+			paused = true
+			time.Sleep(1500 * time.Millisecond) // past the write timeout
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("the data read is not the data written")
+	}
+	if _, err := c.Stat(ctx, client.RootIno); err != nil {
+		t.Fatalf("the client after the pause: %v", err)
 	}
 }
