@@ -422,10 +422,9 @@ func (c *conn) abandon(cl *call) {
 			} else {
 				proto.PutBuffer(r.buf)
 			}
-			continue
 		default:
+			return
 		}
-		return
 	}
 }
 

@@ -41,6 +41,20 @@ func answerStats(fc *fakeConn, n int) {
 	}
 }
 
+// statInBackground stats ino on another goroutine; its error, or one for
+// an answer that is another call's, comes on the channel.
+func statInBackground(c *Client, ino uint64) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		a, err := c.Stat(context.Background(), ino)
+		if err == nil && a.Ino != ino {
+			err = errors.New("another call's answer")
+		}
+		errc <- err
+	}()
+	return errc
+}
+
 // TestReadRole_DepthOne_NobodyReadsBetweenCalls: one call at a time is
 // read by its own caller, and between calls nobody holds the read role (no
 // reader goroutine waits on the socket).
@@ -77,14 +91,7 @@ func TestReadRole_LeaderCancelled_HandsOn(t *testing.T) {
 		for !c.reading() {
 			time.Sleep(time.Millisecond)
 		}
-		bRes := make(chan error, 1)
-		go func() {
-			a, err := c.Stat(context.Background(), 2)
-			if err == nil && a.Ino != 2 {
-				err = errors.New("another call's answer")
-			}
-			bRes <- err
-		}()
+		bRes := statInBackground(c, 2)
 		frB, _ := fc.request()
 		cancel()
 		if err := <-aErr; !errors.Is(err, context.Canceled) {
@@ -156,14 +163,7 @@ func TestReadRole_IdleClose_NextCallRedials(t *testing.T) {
 	}
 	fc.nc.Write(b)
 	fc.nc.Close()
-	errc := make(chan error, 1)
-	go func() {
-		a, err := c.Stat(context.Background(), 7)
-		if err == nil && a.Ino != 7 {
-			err = errors.New("another call's answer")
-		}
-		errc <- err
-	}()
+	errc := statInBackground(c, 7)
 	answerStats(f.accept(), 1)
 	if err := <-errc; err != nil {
 		t.Fatalf("the call after the idle close: %v", err)

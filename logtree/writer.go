@@ -37,15 +37,23 @@ func (l *Log) Writer(c *Ctx, lt *engine.Trans) (*Writer, error) {
 // ablation for benchmarks) the search reserves room as an insert would,
 // taking the parent's write lock.
 func (w *Writer) Set(key engine.Key, data []byte) error {
+	return w.change(func() error { return w.set(key, data) },
+		func(d *delta) { d.put(w.l.deltaMax, key, data) })
+}
+
+// change makes a change to the log tree (op) and, when changes are
+// recorded, records it in the sub-transaction's delta (record), under
+// deltaMu held across both: the ops are in the order the tree saw them.
+func (w *Writer) change(op func() error, record func(d *delta)) error {
 	if w.d == nil {
-		return w.set(key, data)
+		return op()
 	}
 	w.l.deltaMu.Lock()
 	defer w.l.deltaMu.Unlock()
-	if err := w.set(key, data); err != nil {
+	if err := op(); err != nil {
 		return err
 	}
-	w.d.put(w.l.deltaMax, key, data)
+	record(w.d)
 	return nil
 }
 
@@ -94,33 +102,18 @@ func (w *Writer) Insert(keys []engine.Key, payloads [][]byte) error {
 		return err
 	}
 	w.l.stats.inserted.Add(uint64(len(keys)))
-	if w.d == nil {
-		return w.t.InsertItems(w.lt, b)
-	}
-	w.l.deltaMu.Lock()
-	defer w.l.deltaMu.Unlock()
-	if err := w.t.InsertItems(w.lt, b); err != nil {
-		return err
-	}
-	for i, k := range keys {
-		w.d.put(w.l.deltaMax, k, payloads[i])
-	}
-	return nil
+	return w.change(func() error { return w.t.InsertItems(w.lt, b) },
+		func(d *delta) {
+			for i, k := range keys {
+				d.put(w.l.deltaMax, k, payloads[i])
+			}
+		})
 }
 
 // DeleteRange deletes the logged items with keys in [from, to].
 func (w *Writer) DeleteRange(from, to engine.Key) error {
-	if w.d == nil {
-		_, err := w.t.DeleteRange(w.lt, from, to)
-		return err
-	}
-	w.l.deltaMu.Lock()
-	defer w.l.deltaMu.Unlock()
-	if _, err := w.t.DeleteRange(w.lt, from, to); err != nil {
-		return err
-	}
-	w.d.deleteRange(w.l.deltaMax, from, to)
-	return nil
+	return w.change(func() error { _, err := w.t.DeleteRange(w.lt, from, to); return err },
+		func(d *delta) { d.deleteRange(w.l.deltaMax, from, to) })
 }
 
 // Lookup returns a logged item's payload (a copy), or engine.ErrNotFound.
