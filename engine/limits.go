@@ -10,8 +10,3 @@ const maxLevel = 8
 func reserveFor(size uint64) uint64 {
 	return min(max(size/64, 256<<10), 64<<20)
 }
-
-// commitWriteMax bounds one gathered write of adjacent nodes at commit:
-// large enough that a commit is a few writes, small enough that the copy
-// buffers of one commit stay a small multiple of its dirty bytes in flight.
-const commitWriteMax = 1 << 20

@@ -287,7 +287,7 @@ func (e *Engine) SyncLog(ctx context.Context, tid journal.Transid, sub uint64, c
 	} else {
 		recBuf = rec.encode(e.fsid, chainRecordLen(len(delta)), delta)
 	}
-	ios := append(e.nodeWrites(nodes, false), dev.IO{Off: int64(at), Buf: recBuf})
+	ios := append(e.nodeWrites(nodes), dev.IO{Off: int64(at), Buf: recBuf})
 	e.stats.logSyncRoundTrips.Add(uint64(roundTrips(ios)))
 	if err := e.dev.WriteDurable(ios); err != nil {
 		return 0, e.fail(fmt.Errorf("engine: log sync %d.%d: %w", tid, sub, err))

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T, size int64) dev.Device) {
 		{"Write_Single", testWriteSingle},
 		{"Write_Batch", testWriteBatch},
 		{"Write_Large", testWriteLarge},
+		{"Write_Adjacent", testWriteAdjacent},
 		{"Write_PoolBuffers", testWritePoolBuffers},
 		{"Write_Overwrite", testWriteOverwrite},
 		{"IO_ErrClearedOnSuccess", testErrCleared},

@@ -76,7 +76,9 @@ func (d *Device) Backend() string {
 // Read fills each IO's buffer with pread, the IOs in parallel on the pool.
 func (d *Device) Read(ios []dev.IO) error { return d.run(jobRead, ios) }
 
-// Write writes each IO's buffer with pwrite, the IOs in parallel on the pool.
+// Write writes each IO's buffer, the IOs in parallel on the pool: a run of
+// IOs adjacent on the device and in the batch as one pwritev, any other IO
+// with pwrite.
 func (d *Device) Write(ios []dev.IO) error { return d.run(jobWrite, ios) }
 
 // Flush calls fdatasync: every write completed before the call is durable
@@ -87,12 +89,12 @@ func (d *Device) Flush() error {
 	if d.closed {
 		return fmt.Errorf("sysdev: flush %s: %w", d.path, dev.ErrClosed)
 	}
-	var io dev.IO
+	var io [1]dev.IO
 	var done sync.WaitGroup
 	done.Add(1)
-	d.jobs <- job{kind: jobFlush, io: &io, done: &done}
+	d.jobs <- job{kind: jobFlush, ios: io[:], done: &done}
 	done.Wait()
-	return io.Err
+	return io[0].Err
 }
 
 // WriteDurable writes each stage and flushes after it, stopping at the first
@@ -126,8 +128,9 @@ func (d *Device) Close() error {
 	return nil
 }
 
-// run checks a batch, hands one job per IO to the workers and waits for all
-// of them (Invariant 3).
+// run checks a batch, hands its IOs to the workers — a read per job, a run
+// of adjacent writes per job (runEnd) — and waits for all of them
+// (Invariant 3).
 func (d *Device) run(kind jobKind, ios []dev.IO) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -144,12 +147,30 @@ func (d *Device) run(kind jobKind, ios []dev.IO) error {
 		return err
 	}
 	var done sync.WaitGroup
-	done.Add(len(ios))
-	for i := range ios {
-		d.jobs <- job{kind: kind, io: &ios[i], done: &done}
+	for i := 0; i < len(ios); {
+		j := i + 1
+		if kind == jobWrite {
+			j = runEnd(ios, i)
+		}
+		done.Add(1)
+		d.jobs <- job{kind: kind, ios: ios[i:j:j], done: &done}
+		i = j
 	}
 	done.Wait()
 	return dev.FirstError(ios)
+}
+
+// runEnd is the end of the run of writes that starts at ios[i]: the IOs
+// after it, in the batch's order, each starting where the one before ends,
+// at most writevIOsMax in all. Adjacent writes are one request to the
+// device (a commit's nodes are mostly contiguous and listed in offset
+// order); writes the batch lists out of order stay separate, in parallel.
+func runEnd(ios []dev.IO, i int) int {
+	j := i + 1
+	for j < len(ios) && j-i < writevIOsMax && ios[j].Off == ios[j-1].Off+int64(len(ios[j-1].Buf)) {
+		j++
+	}
+	return j
 }
 
 // checkIO is dev.CheckIO plus the range check that CheckIO writes as

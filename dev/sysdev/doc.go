@@ -5,10 +5,16 @@
 // no more than Options.Workers syscalls — and so OS threads blocked in them —
 // are ever in flight, however many goroutines call the device.
 //
-//	caller ─┐   Read/Write/Flush: one job per IO (Flush: one job)
+//	caller ─┐   Read: a job per IO; Write: a job per run; Flush: one job
 //	caller ─┼──► jobs (chan, capacity Workers) ──► worker 1..Workers
 //	caller ─┘        ▲                                  │ pread/pwrite/fdatasync
 //	                 └──── WaitGroup of the batch ◄─────┘ sets IO.Err, Done
+//
+// A write job is a run: IOs adjacent on the device and in the batch's order,
+// at most writevIOsMax, written with one pwritev (a lone IO with pwrite). A
+// commit lists its nodes in offset order, so its contiguous nodes are a few
+// requests rather than one per node; the run shares one result, so a failed
+// pwritev fails every IO it carried.
 //
 // Open uses O_DIRECT when asked and the filesystem takes it; when the open,
 // or a first aligned read, fails with EINVAL it falls back to buffered I/O

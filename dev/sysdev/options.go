@@ -42,10 +42,11 @@ type syscalls struct {
 	open      func(path string, flags int, mode uint32) (int, error)
 	pread     func(fd int, p []byte, off int64) (int, error)
 	pwrite    func(fd int, p []byte, off int64) (int, error)
+	pwritev   func(fd int, iovs [][]byte, off int64) (int, error)
 	fdatasync func(fd int) error
 }
 
-var realSyscalls = syscalls{open: unix.Open, pread: unix.Pread, pwrite: unix.Pwrite, fdatasync: unix.Fdatasync}
+var realSyscalls = syscalls{open: unix.Open, pread: unix.Pread, pwrite: unix.Pwrite, pwritev: unix.Pwritev, fdatasync: unix.Fdatasync}
 
 // resolve checks o and fills in its defaults.
 func (o Options) resolve() (Options, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,13 +144,13 @@ func openFaulty(t *testing.T, sys *syscalls, workers int) *Device {
 }
 
 // TestDevice_Write_EIOPerIO: a pwrite failing with EIO at one offset fails
-// that IO only; the call returns its error; a failing fdatasync fails Flush
+// that IO only (the IOs are not adjacent, so each is its own pwrite); the call returns its error; a failing fdatasync fails Flush
 // and stops WriteDurable before its next stage.
 func TestDevice_Write_EIOPerIO(t *testing.T) {
 	var wrote sync.Map // offsets written
 	sys := realSyscalls
 	sys.pwrite = func(fd int, p []byte, off int64) (int, error) {
-		if off == 2*s {
+		if off == 4*s {
 			return -1, unix.EIO
 		}
 		wrote.Store(off, true)
@@ -160,7 +161,7 @@ func TestDevice_Write_EIOPerIO(t *testing.T) {
 
 	ios := make([]dev.IO, 4)
 	for i := range ios {
-		ios[i] = dev.IO{Off: int64(i) * s, Buf: dev.AlignedBuffer(s)}
+		ios[i] = dev.IO{Off: int64(2*i) * s, Buf: dev.AlignedBuffer(s)}
 	}
 	err := d.Write(ios)
 	if !errors.Is(err, dev.ErrIO) || ios[2].Err != err {
@@ -175,11 +176,130 @@ func TestDevice_Write_EIOPerIO(t *testing.T) {
 		t.Errorf("Flush: %v, want dev.ErrIO", err)
 	}
 	stage2 := []dev.IO{{Off: 8 * s, Buf: dev.AlignedBuffer(s)}}
-	if err := d.WriteDurable([]dev.IO{{Off: 4 * s, Buf: dev.AlignedBuffer(s)}}, stage2); !errors.Is(err, dev.ErrIO) {
+	if err := d.WriteDurable([]dev.IO{{Off: 9 * s, Buf: dev.AlignedBuffer(s)}}, stage2); !errors.Is(err, dev.ErrIO) {
 		t.Errorf("WriteDurable: %v, want dev.ErrIO", err)
 	}
 	if _, ok := wrote.Load(int64(8 * s)); ok {
 		t.Error("WriteDurable wrote stage 2 after a failed flush")
+	}
+}
+
+// TestDevice_Write_Runs: IOs adjacent on the device and in the batch go as
+// one pwritev of at most writevIOsMax buffers, its short counts continued
+// mid-buffer; a lone IO, or one listed out of order, is its own pwrite; a
+// failed pwritev fails every IO of its run and no other.
+func TestDevice_Write_Runs(t *testing.T) {
+	var mu sync.Mutex
+	var pwrites, pwritevs []int64 // offsets
+	var iovs []int
+	sys := realSyscalls
+	sys.pwrite = func(fd int, p []byte, off int64) (int, error) {
+		mu.Lock()
+		pwrites = append(pwrites, off)
+		mu.Unlock()
+		return unix.Pwrite(fd, p, off)
+	}
+	sys.pwritev = func(fd int, bufs [][]byte, off int64) (int, error) {
+		mu.Lock()
+		pwritevs = append(pwritevs, off)
+		iovs = append(iovs, len(bufs))
+		mu.Unlock()
+		if off == 200*s {
+			return -1, unix.EIO
+		}
+		// Short: at most 1.5 sectors a call, so most calls stop mid-buffer.
+		n, left := 0, s+s/2
+		for _, b := range bufs {
+			if left == 0 {
+				break
+			}
+			k := min(len(b), left)
+			m, err := unix.Pwrite(fd, b[:k], off+int64(n))
+			if err != nil {
+				return -1, err
+			}
+			n, left = n+m, left-m
+		}
+		return n, nil
+	}
+	d := openFaulty(t, &sys, 4)
+
+	var ios []dev.IO
+	add := func(sector int) {
+		b := dev.AlignedBuffer(s)
+		for i := range b {
+			b[i] = byte(sector*7 + i/512)
+		}
+		ios = append(ios, dev.IO{Off: int64(sector) * s, Buf: b})
+	}
+	for i := range writevIOsMax + 3 { // sectors 0..66: a full run and one of 3
+		add(i)
+	}
+	add(100) // alone
+	add(111) // listed before 110: neither merges
+	add(110)
+	if err := d.Write(ios); err != nil {
+		t.Fatal(err)
+	}
+	// Each pwritev call is one attempt; count distinct run starts instead.
+	runs := map[int64]bool{}
+	for _, off := range pwritevs {
+		runs[off] = true
+	}
+	if !runs[0] || !runs[int64(writevIOsMax)*s] || iovs[0] > writevIOsMax {
+		t.Errorf("pwritev offsets %v (iov counts %v): want runs at sectors 0 and %d", pwritevs, iovs, writevIOsMax)
+	}
+	slices.Sort(pwrites)
+	if want := []int64{100 * s, 110 * s, 111 * s}; !slices.Equal(pwrites, want) {
+		t.Errorf("pwrite offsets %v, want %v", pwrites, want)
+	}
+	for _, io := range ios {
+		got := dev.AlignedBuffer(s)
+		if err := d.Read([]dev.IO{{Off: io.Off, Buf: got}}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, io.Buf) {
+			t.Fatalf("sector %d reads back wrong", io.Off/s)
+		}
+	}
+
+	fail := []dev.IO{
+		{Off: 198 * s, Buf: dev.AlignedBuffer(s)}, // alone: pwrite
+		{Off: 200 * s, Buf: dev.AlignedBuffer(s)}, // a run of two: EIO
+		{Off: 201 * s, Buf: dev.AlignedBuffer(s)},
+	}
+	err := d.Write(fail)
+	if !errors.Is(err, dev.ErrIO) {
+		t.Fatalf("Write: %v, want EIO", err)
+	}
+	if fail[0].Err != nil || !errors.Is(fail[1].Err, dev.ErrIO) || !errors.Is(fail[2].Err, dev.ErrIO) {
+		t.Errorf("Errs %v, %v, %v: want nil, EIO, EIO", fail[0].Err, fail[1].Err, fail[2].Err)
+	}
+}
+
+// TestTransferv_ShortAndRetried: transferv continues a pwritev that stops
+// mid-buffer and at a buffer's end, and retries EINTR.
+func TestTransferv_ShortAndRetried(t *testing.T) {
+	f := &fakeFile{data: make([]byte, 4*s), chunk: 700, script: []error{unix.EINTR}}
+	write := f.io(true)
+	writev := func(fd int, bufs [][]byte, off int64) (int, error) {
+		return write(fd, bufs[0], off) // the first buffer only: short
+	}
+	var bufs [][]byte
+	var want []byte
+	for i := range 3 {
+		b := bytes.Repeat([]byte{byte(i + 1)}, s)
+		bufs = append(bufs, b)
+		want = append(want, b...)
+	}
+	if err := transferv(writev, 0, bufs, s); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.data[s:], want) {
+		t.Error("data wrong")
+	}
+	if err := transferv(func(int, [][]byte, int64) (int, error) { return 0, nil }, 0, [][]byte{make([]byte, s)}, 0); !errors.Is(err, dev.ErrIO) {
+		t.Errorf("a pwritev that moves nothing: %v, want EIO", err)
 	}
 }
 

@@ -30,11 +30,12 @@ func (k jobKind) String() string {
 	return "unknown"
 }
 
-// job is one IO of a batch, or one flush (io then only carries the result).
-// The worker sets io.Err and calls done.Done; until then io is the worker's.
+// job is one read, one run of writes, or one flush (ios then holds one IO
+// that only carries the result). The worker sets each IO's Err and calls
+// done.Done; until then ios is the worker's.
 type job struct {
 	kind jobKind
-	io   *dev.IO
+	ios  []dev.IO // a read: one IO; a write: IOs adjacent on the device, in order
 	done *sync.WaitGroup
 }
 
@@ -43,16 +44,35 @@ type job struct {
 func (d *Device) work() {
 	defer d.workers.Done()
 	for j := range d.jobs {
+		var err error
 		switch j.kind {
 		case jobRead:
-			j.io.Err = transfer("read", d.sys.pread, d.fd, j.io.Buf, j.io.Off)
+			err = transfer("read", d.sys.pread, d.fd, j.ios[0].Buf, j.ios[0].Off)
 		case jobWrite:
-			j.io.Err = transfer("write", d.sys.pwrite, d.fd, j.io.Buf, j.io.Off)
+			err = d.writeRun(j.ios)
 		case jobFlush:
-			j.io.Err = flush(d.sys.fdatasync, d.fd)
+			err = flush(d.sys.fdatasync, d.fd)
 		default:
 			assert.Failf("sysdev: unknown job kind %d", j.kind)
 		}
+		for i := range j.ios {
+			j.ios[i].Err = err
+		}
 		j.done.Done()
 	}
+}
+
+// writeRun writes IOs adjacent on the device: one with pwrite, more as one
+// pwritev of their buffers. A run is one request, so its IOs share its
+// result: a failed pwritev fails each of them (the device cannot say which
+// sector it failed on).
+func (d *Device) writeRun(ios []dev.IO) error {
+	if len(ios) == 1 {
+		return transfer("write", d.sys.pwrite, d.fd, ios[0].Buf, ios[0].Off)
+	}
+	bufs := make([][]byte, len(ios))
+	for i := range ios {
+		bufs[i] = ios[i].Buf
+	}
+	return transferv(d.sys.pwritev, d.fd, bufs, ios[0].Off)
 }
