@@ -33,6 +33,9 @@
 // Completion. A call returns when every operation of its batch has completed.
 // It returns nil when all succeeded; otherwise it returns the first error in
 // batch order and each IO carries its own Err (nil for those that succeeded).
+// An implementation may carry several adjacent writes of a batch as one
+// request (a writev); those IOs share that request's result, so one failed
+// sector fails every IO it carried, never fewer.
 // A short transfer is completed by the implementation, never returned.
 //
 // Durability. A write that has completed is in the device's volatile cache:

@@ -182,11 +182,32 @@ func (e *Engine) writeSuper(w superWrite, phase *commitPhases) error {
 		err = e.dev.Flush()
 	}
 	if err == nil {
+		checkUnchangedSinceSeal(w.nodes)
 		phase.begin("super")
 		err = e.dev.WriteDurable(superWrites(w.sb))
 	}
 	phase.end()
 	return err
+}
+
+// checkUnchangedSinceSeal asserts that each node still matches the checksum
+// sealed into it. The device wrote each node from its own buffer, so a
+// change between seal and the flush could have reached the disk torn or
+// not at all while the checksum names the sealed contents. Only with the
+// invariants build tag: it checksums every node of the commit again.
+func checkUnchangedSinceSeal(nodes []*ExtentBuffer) {
+	if !invariantsOn {
+		return
+	}
+	for _, eb := range nodes {
+		eb.lock.RLock()
+		got, sealed := eb.csum(), le.Uint32(eb.data[hdrCsum:])
+		eb.lock.RUnlock()
+		if got != sealed {
+			assert.Failf("engine: node %d changed after it was sealed for writing (csum %#x, sealed %#x)",
+				eb.Bytenr(), got, sealed)
+		}
+	}
 }
 
 // publishSuper makes sb, durable now, the engine's newest superblock;

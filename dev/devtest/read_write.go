@@ -113,6 +113,7 @@ func testWriteAdjacent(t *testing.T, d dev.Device) {
 		ios = append(ios, dev.IO{Off: off, Buf: pattern(n, off, 7)})
 	}
 	mustWrite(t, d, ios...)
+	noErrs(t, "adjacent run", ios)
 	readBack(t, d, "adjacent run", base, 150*n, 7)
 
 	base = 12 << 20
@@ -122,9 +123,21 @@ func testWriteAdjacent(t *testing.T, d dev.Device) {
 		ios = append(ios, dev.IO{Off: off, Buf: pattern(n, off, 8)})
 	}
 	mustWrite(t, d, ios...)
+	noErrs(t, "out-of-order run", ios)
 	readBack(t, d, "out-of-order run", base, 10*n, 8)
 	for _, w := range ios {
 		readBack(t, d, "out-of-order write", w.Off, n, 8)
+	}
+}
+
+// noErrs fails the test if a batch that succeeded left an Err on an IO (a
+// merged request's result must reach each IO it carried, nil included).
+func noErrs(t *testing.T, what string, ios []dev.IO) {
+	t.Helper()
+	for i := range ios {
+		if ios[i].Err != nil {
+			t.Fatalf("%s: IO %d at %d has Err %v after a successful Write", what, i, ios[i].Off, ios[i].Err)
+		}
 	}
 }
 

@@ -23,7 +23,7 @@ var _ dev.Device = (*Device)(nil)
 // and Flush hold mu's read lock from their closed check until every job they
 // queued is done; Close takes the write lock, so it waits for calls in
 // flight and no job is ever sent on a closed channel (Invariant 5). The
-// workers touch only the jobs they receive: job.io belongs to them from the
+// workers touch only the jobs they receive: job.ios belong to them from the
 // send until job.done.Done(). Everything else is set by Open and never
 // changes.
 type Device struct {

@@ -1,6 +1,6 @@
 // Package sysdev is the dev.Device for machines without io_uring (disabled
-// by sysctl, refused by seccomp, an old kernel): pread, pwrite and fdatasync
-// on a regular file or a block device, issued by a fixed pool of worker
+// by sysctl, refused by seccomp, an old kernel): pread, pwrite, pwritev and
+// fdatasync on a regular file or a block device, issued by a fixed pool of worker
 // goroutines. A batch fans out over the pool, so its IOs run in parallel, yet
 // no more than Options.Workers syscalls — and so OS threads blocked in them —
 // are ever in flight, however many goroutines call the device.
@@ -38,14 +38,15 @@
 //
 //  1. Every batch passes dev.CheckIO, and an overflow-proof range check,
 //     before any job is queued (checkIO).
-//  2. Only the workers issue pread, pwrite and fdatasync on the device's fd
-//     (Open's probe read aside, before the workers start): at most Workers
-//     syscalls are in flight, and the jobs channel holds at most Workers
-//     jobs. (TestDevice_Workers_BoundInFlight.)
+//  2. Only the workers issue pread, pwrite, pwritev and fdatasync on the
+//     device's fd (Open's probe read aside, before the workers start): at
+//     most Workers syscalls are in flight, and the jobs channel holds at most
+//     Workers jobs. (TestDevice_Workers_BoundInFlight.)
 //  3. A call returns only after every job it queued is done, so its buffers
 //     are the caller's again (the batch's WaitGroup).
 //  4. A transfer ends only when all of its bytes moved or an error is
-//     returned; a syscall's count is checked to lie in [0, len] (transfer).
+//     returned; a syscall's count is checked to lie in [0, len] (transfer,
+//     and transferv for a run, which continues a short count mid-buffer).
 //  5. No job is queued after Close: every call holds mu's read lock from its
 //     closed check until its jobs are done, and Close holds the write lock
 //     while it closes the channel, stops the workers and closes the fd once.

@@ -246,7 +246,7 @@ func TestDevice_Write_Runs(t *testing.T) {
 	for _, off := range pwritevs {
 		runs[off] = true
 	}
-	if !runs[0] || !runs[int64(writevIOsMax)*s] || iovs[0] > writevIOsMax {
+	if !runs[0] || !runs[int64(writevIOsMax)*s] || slices.Max(iovs) > writevIOsMax {
 		t.Errorf("pwritev offsets %v (iov counts %v): want runs at sectors 0 and %d", pwritevs, iovs, writevIOsMax)
 	}
 	slices.Sort(pwrites)

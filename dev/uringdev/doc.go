@@ -11,7 +11,9 @@
 //	                        adjacent on the device, in any order in the batch,
 //	                        go as one writev (at most mergeIOsMax IOs): one request
 //	                        for the device, whose cost on a virtual disk is per
-//	                        request more than per byte (addIOs)
+//	                        request more than per byte (addIOs); a batch of
+//	                        more ops than the ring admits goes in pieces of
+//	                        InflightMax ops, counted after merging (run)
 //	Flush                   fdatasync (ring.Fsync)
 //	WriteDurable stage      the stage's writes, then an fdatasync ordered after them:
 //	                        linked behind a lone write (or a lone writev), in one

@@ -160,6 +160,52 @@ func TestDevice_Write_AdjacentAsOneRequest(t *testing.T) {
 	}
 }
 
+// A batch of more IOs than the ring admits at once is split by ops, after
+// merging: adjacent writes that would straddle an IO-counted piece boundary
+// still go as one writev.
+func TestDevice_Write_PiecesCountOps(t *testing.T) {
+	d := openTest(t, Options{Ring: ring.Config{Entries: 4}})
+	if d.Ring().InflightMax() >= mergeIOsMax {
+		t.Fatalf("ring admits %d ops: not a tiny ring", d.Ring().InflightMax())
+	}
+	const s = 4096
+	ios := make([]dev.IO, mergeIOsMax)
+	for i := range ios {
+		ios[i] = dev.IO{Off: int64(10+i) * s, Buf: dev.AlignedBuffer(s)}
+		for j := range ios[i].Buf {
+			ios[i].Buf[j] = byte(i)
+		}
+	}
+	before := d.Ring().Stats()
+	if err := d.Write(ios); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Ring().Stats().Completed - before.Completed; n != 1 {
+		t.Fatalf("%d ring ops for %d adjacent writes on a ring of %d, want 1",
+			n, len(ios), d.Ring().InflightMax())
+	}
+	for i := range ios {
+		if ios[i].Err != nil {
+			t.Fatalf("IO %d: %v after a successful write", i, ios[i].Err)
+		}
+	}
+	// Many more runs than the ring admits: pieces of ops, every IO written.
+	apart := make([]dev.IO, 4*d.Ring().InflightMax()+1)
+	for i := range apart {
+		apart[i] = dev.IO{Off: int64(200+2*i) * s, Buf: dev.AlignedBuffer(s)}
+		apart[i].Buf[0] = byte(i + 1)
+	}
+	if err := d.WriteDurable(apart); err != nil {
+		t.Fatal(err)
+	}
+	for i := range apart {
+		got := dev.AlignedBuffer(s)
+		if err := d.Read([]dev.IO{{Off: apart[i].Off, Buf: got}}); err != nil || got[0] != byte(i+1) {
+			t.Fatalf("IO %d: %v, byte %#x", i, err, got[0])
+		}
+	}
+}
+
 func TestDevice_Open_NotADirectory(t *testing.T) {
 	_, err := Open(filepath.Join(t.TempDir(), "missing", "f"), Options{Size: 1 << 20})
 	if err == nil || errors.Is(err, ring.ErrUnavailable) {
