@@ -48,7 +48,11 @@ import (
 //     its commit with another handle open — and the request then goes to
 //     a worker; a create is a transaction handle and four tree items in
 //     memory, as a stat is a lookup, and gains nothing from a goroutine
-//     of its own.
+//     of its own;
+//   - a rename of a file or symlink to a name that does not exist, which
+//     the store can make without waiting (store.RenameNoWait): the same
+//     rules, and it declines a rename over an existing name (that may
+//     write the source's data back first) and one of a directory.
 //
 // A node-cache miss (a cold inode, a large directory) or a write over the
 // dirty budget therefore holds this connection's reader for the device
@@ -89,19 +93,21 @@ func (c *conn) runInline(ctx context.Context, rt requestTrace, id uint64, req pr
 
 // servedReply is the outcome of a request the reader made before
 // serveRequest: a read answered from memory, and the buffer its data is
-// in; a create or an unlink made without waiting, and its error.
+// in; a create, an unlink or a rename made without waiting, and its
+// error.
 type servedReply struct {
 	reply proto.Reply
 	out   *[]byte
 	err   error
 }
 
-// namespaceNoWait serves a create or an unlink on the reader if the store
-// can make it without waiting (store.CreateNoWait, store.UnlinkNoWait),
-// and reports whether it did. If not, nothing was done: the request goes
-// to a worker, whose Create or Unlink waits where the reader must not.
-// With a test's filter set, which may refuse a request before the store
-// sees it, every create and unlink goes to a worker.
+// namespaceNoWait serves a create, an unlink or a rename on the reader if
+// the store can make it without waiting (store.CreateNoWait, UnlinkNoWait,
+// RenameNoWait), and reports whether it did. If not, nothing was done: the
+// request goes to a worker, whose Create, Unlink or Rename waits where the
+// reader must not. With a test's filter set, which may refuse a request
+// before the store sees it, every create, unlink and rename goes to a
+// worker.
 func (c *conn) namespaceNoWait(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) bool {
 	if c.s.testFilter.Load() != nil {
 		return false
@@ -120,6 +126,20 @@ func (c *conn) namespaceNoWait(ctx context.Context, rt requestTrace, id uint64, 
 		served.reply, _, served.err = attrReply(a, err)
 	case *proto.Unlink:
 		err := c.s.st.UnlinkNoWait(store.Ino(r.Dir), r.Name)
+		if errors.Is(err, store.ErrWouldWait) {
+			binding.Unbind()
+			return false
+		}
+		served.reply, _, served.err = emptyOr(err)
+	case *proto.Rename:
+		err := c.s.st.RenameNoWait(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, 0)
+		if errors.Is(err, store.ErrWouldWait) {
+			binding.Unbind()
+			return false
+		}
+		served.reply, _, served.err = emptyOr(err)
+	case *proto.Rename2:
+		err := c.s.st.RenameNoWait(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, r.Flags)
 		if errors.Is(err, store.ErrWouldWait) {
 			binding.Unbind()
 			return false

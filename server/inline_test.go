@@ -31,10 +31,11 @@ func whereServed() string {
 
 // TestServer_Inline_WhichOnReader: stat, lookup, statfs, a buffered write
 // of whole blocks, a read of blocks in memory, a create and the unlink of
-// an empty file run on the connection's reader goroutine; a write of part
-// of a block, a write with a sync flag, a readdir, an fsync, a mkdir and
-// the unlink of a file with data (which the store declines to make
-// without waiting) run on a worker goroutine of their own (the stack the
+// an empty file and the rename of a file to a new name run on the
+// connection's reader goroutine; a write of part of a block, a write with a
+// sync flag, a readdir, an fsync, a mkdir, the unlink of a file with data,
+// a rename over an existing name and the rename of a directory (which the
+// store declines to make without waiting) run on a worker goroutine of their own (the stack the
 // hook runs on says which). Every one is answered.
 func TestServer_Inline_WhichOnReader(t *testing.T) {
 	var mu sync.Mutex
@@ -64,8 +65,13 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 		func() error { _, err := c.ReadDir(ctx, client.RootIno, 0, 10); return err },
 		func() error { return c.Fsync(ctx, f.Ino, false) },
 		func() error { _, err := c.Create(ctx, client.RootIno, "e", 0o644); return err },
+		func() error { return c.Rename(ctx, client.RootIno, "e", client.RootIno, "e2") },
+		func() error { return c.Rename2(ctx, client.RootIno, "e2", client.RootIno, "e", proto.RenameNoReplace) },
+		func() error { _, err := c.Create(ctx, client.RootIno, "g", 0o644); return err },
+		func() error { return c.Rename(ctx, client.RootIno, "g", client.RootIno, "e") },
 		func() error { return c.Unlink(ctx, client.RootIno, "e") },
 		func() error { _, err := c.Mkdir(ctx, client.RootIno, "d", 0o755); return err },
+		func() error { return c.Rename(ctx, client.RootIno, "d", client.RootIno, "d2") },
 		func() error { return c.Unlink(ctx, client.RootIno, "f") },
 	}
 	for i, step := range steps {
@@ -78,6 +84,8 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 		"mkdir": "worker", "stat": "reader", "lookup": "reader", "statfs": "reader",
 		"write whole blocks": "reader", "write part of a block": "worker", "write dsync": "worker",
 		"read": "reader", "readdir": "worker", "fsync": "worker",
+		"rename to a new name": "reader", "rename2 to a new name": "reader",
+		"rename over a name": "worker", "rename of a directory": "worker",
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -169,6 +177,18 @@ func describe(req proto.Request) string {
 			return "unlink of an empty file"
 		}
 		return "unlink of a file with data"
+	}
+	if r, ok := req.(*proto.Rename); ok {
+		switch {
+		case r.SrcName == "d":
+			return "rename of a directory"
+		case r.DstName == "e":
+			return "rename over a name"
+		}
+		return "rename to a new name"
+	}
+	if _, ok := req.(*proto.Rename2); ok {
+		return "rename2 to a new name"
 	}
 	if w, ok := req.(*proto.Write); ok {
 		switch {

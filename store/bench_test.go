@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -230,4 +231,79 @@ func BenchmarkStore_OverwriteFsync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkStore_Meta is the store's own CPU for each metadata op of bench
+// meta, in process on a memdev (no socket, no device wait): creates of
+// empty files in one directory, a lookup of each, a rename of each within
+// the directory, an unlink of each. Each op runs over names the previous
+// one left, so the directory holds b.N entries at most. What a request
+// through the service costs beyond this is the request path's.
+func BenchmarkStore_Meta(b *testing.B) {
+	d := newTestDevice(b, 512<<20)
+	s := openTest(b, d, Options{})
+	defer closeCheck(b, s)
+	dir, err := s.Mkdir(RootIno, "d", 0o755)
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := func(p string, i int) string { return fmt.Sprintf("%s%08d", p, i) }
+	var n int
+	run := func(op string, f func(i int) error) {
+		b.Run(op, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i == n {
+					// Fewer names than this op's b.N: make more, untimed.
+					b.StopTimer()
+					for ; n < i+1000; n++ {
+						if _, err := s.Create(dir.Ino, name("a", n), 0o644); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+				if err := f(i); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+	// Each op's names are the previous op's: created as a…, renamed to r….
+	b.Run("create", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Create(dir.Ino, name("a", n), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	})
+	run("lookup", func(i int) error { _, err := s.Lookup(dir.Ino, name("a", i)); return err })
+	renamed := 0
+	run("rename", func(i int) error {
+		renamed = max(renamed, i+1)
+		return s.Rename(dir.Ino, name("a", i), dir.Ino, name("r", i))
+	})
+	b.Run("unlink", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i == renamed {
+				b.StopTimer()
+				for ; renamed < i+1000; renamed++ {
+					if _, err := s.Create(dir.Ino, name("r", renamed), 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+			if err := s.Unlink(dir.Ino, name("r", i)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }

@@ -245,6 +245,14 @@ var crashRegressions = []crashWorkload{
 	{{crashOp{kind: opSymlink, a: "/s", b: "/D/C"}, crashPP{ppFsyncDir, "/"}},
 		{crashOp{kind: opUnlink, a: "/s"}, crashPP{kind: ppSync}},
 		{crashOp{kind: opCreate, a: "/s"}, crashPP{ppFsync, "/s"}}},
+	// Renames to free names, as the server's connection reader makes
+	// them (RenameNoWait on even steps: the first and the third), in one
+	// directory and to another, each followed by an fsync that logs it.
+	{{crashOp{kind: opRename, a: "/A", b: "/A2"}, crashPP{ppFsync, "/A2"}},
+		{crashOp{kind: opRename, a: "/A2", b: "/A3"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opRename, a: "/A3", b: "/D/A"}, crashPP{ppFsync, "/D/A"}},
+		{crashOp{kind: opRenameNoReplace, a: "/B", b: "/B2"}, crashPP{ppFsyncDir, "/"}},
+		{crashOp{kind: opRenameNoReplace, a: "/D/C", b: "/C"}, crashPP{ppFsync, "/C"}}},
 }
 
 // ---- the model ----
@@ -931,6 +939,18 @@ func crashOptionsNodes() Options {
 	return o
 }
 
+// renameNoWaitLookedUp is a rename as a FUSE mount sends it to the server:
+// the kernel has looked the source up and holds both directories, so their
+// inodes are in memory, and the server's reader tries RenameNoWait. (A
+// store reopened after a cut has only what replay loaded: without the
+// lookups nearly every rename would decline for an inode not in memory.)
+func renameNoWaitLookedUp(s *Store, r resolved, flags uint32) error {
+	_, _ = s.Lookup(r.dir, r.name)
+	_, _ = s.Stat(r.dir)
+	_, _ = s.Stat(r.dir2)
+	return s.RenameNoWait(r.dir, r.name, r.dir2, r.nam2, flags)
+}
+
 // crashExec runs op (resolved against m) on s and applies it to m.
 func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	r, err := m.resolve(op, step)
@@ -985,9 +1005,22 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	case opRmdir:
 		err = s.Rmdir(r.dir, r.name)
 	case opRename:
-		err = s.Rename(r.dir, r.name, r.dir2, r.nam2)
+		// As opCreate: RenameNoWait first on even steps.
+		err = ErrWouldWait
+		if step%2 == 0 {
+			err = renameNoWaitLookedUp(s, r, 0)
+		}
+		if errors.Is(err, ErrWouldWait) {
+			err = s.Rename(r.dir, r.name, r.dir2, r.nam2)
+		}
 	case opRenameNoReplace:
-		err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameNoReplace)
+		err = ErrWouldWait
+		if step%2 == 0 {
+			err = renameNoWaitLookedUp(s, r, RenameNoReplace)
+		}
+		if errors.Is(err, ErrWouldWait) {
+			err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameNoReplace)
+		}
 	case opExchange:
 		err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameExchange)
 	case opFallocate:

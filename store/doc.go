@@ -145,19 +145,24 @@
 //     (LogXattrs), and replay makes the set exactly the logged one.
 //     (changeXattr, logXattrs, replayer.ReplayXattrs; Check;
 //     TestCrash_Xattrs)
-//  19. CreateNoWait and UnlinkNoWait never wait for what Create and
-//     Unlink may wait for (an inode load, a lock a holder keeps across
-//     I/O, a commit to unpin space, the freeze of a committing
-//     transaction): each such step is a peek or a TryLock, every refusal
-//     (ErrWouldWait) comes before the transaction handle starts and
-//     changes nothing, and the handle's start is the last refusable step
-//     (engine.TryStartReserved). From there they are Create and Unlink:
-//     the same code, the same transaction, the same answers. The inodes
-//     they change are held in memory by their mu, not a reference
-//     (invariant 17 holds: the table does not evict an inode whose mu is
-//     held). CreateNoWait also declines while the directory has a create
+//  19. CreateNoWait, UnlinkNoWait and RenameNoWait never wait for what
+//     Create, Unlink and Rename may wait for (an inode load, a lock a
+//     holder keeps across I/O — renameMu included, which an fsync holds
+//     read while it logs —, a commit to unpin space, the freeze of a
+//     committing transaction): each such step is a peek or a TryLock,
+//     every refusal (ErrWouldWait) comes before the transaction handle
+//     starts and changes nothing, and the handle's start is the last
+//     refusable step (engine.TryStartReserved). From there they are
+//     Create, Unlink and Rename: the same code (renameInTrans), the same
+//     transaction, the same answers. The inodes they change are held in
+//     memory by their mu, not a reference (invariant 17 holds: the table
+//     does not evict an inode whose mu is held). CreateNoWait and
+//     RenameNoWait also decline while a directory they change has a create
 //     queue (invariant 23): its leader waits for the directory's mu or
-//     holds it across a pass, and its waiters are not overtaken.
+//     holds it across a pass, and its waiters are not overtaken. Since
+//     RenameNoWait holds every lock it needs from its look-ups to the
+//     change, it makes no second look-up under the locks, as renameOnce
+//     must.
 //     (nowait.go; TestStore_NoWait_DeclinesWithoutSideEffects,
 //     TestCreateBatch_NoWait_DeclinesWhileQueued, TestCrash_Workloads:
 //     creates and unlinks of even steps)

@@ -191,3 +191,230 @@ func TestStore_NoWait_DeclinesWithoutSideEffects(t *testing.T) {
 	}
 	closeCheck(t, s)
 }
+
+// TestStore_RenameNoWait: RenameNoWait makes the common rename — a file or
+// a symlink to a name that does not exist, in one directory or to another,
+// with or without RenameNoReplace — as Rename does (the name moves, the
+// inode keeps its number and link count, the store checks clean), and
+// declines, changing nothing and reading nothing, where Rename would wait
+// or has more to do: a lock held (renameMu for a rename to another
+// directory — one within a directory takes none —, either directory's mu,
+// the source's), a directory or the source not in memory, the commit
+// frozen with a handle open, the new name taken, the source a directory
+// or missing, RENAME_EXCHANGE.
+func TestStore_RenameNoWait(t *testing.T) {
+	cd := &countingDev{Device: newTestDevice(t, 64<<20)}
+	s := openTest(t, cd, quiet(Options{}))
+	var dirs [2]Ino
+	for i, name := range []string{"d", "o"} {
+		a, err := s.Mkdir(RootIno, name, 0o755)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[i] = a.Ino
+	}
+	dir, other := dirs[0], dirs[1]
+	// names is what a declined rename must leave: whether each name
+	// exists, the inode it names, and both directories' attributes.
+	type names struct {
+		src, dst     Ino
+		sdir, ddir   Attr
+		reads, nextI int64
+	}
+	snapshot := func(sd Ino, src string, dd Ino, dst string) names {
+		t.Helper()
+		reads := cd.reads.Load()
+		var n names
+		if a, err := s.Lookup(sd, src); err == nil {
+			n.src = a.Ino
+		}
+		if a, err := s.Lookup(dd, dst); err == nil {
+			n.dst = a.Ino
+		}
+		var err error
+		if n.sdir, err = s.Stat(sd); err != nil {
+			t.Fatal(err)
+		}
+		if n.ddir, err = s.Stat(dd); err != nil {
+			t.Fatal(err)
+		}
+		n.reads, n.nextI = reads, int64(s.nextIno.v.Load())
+		return n
+	}
+	declines := func(what string, sd Ino, src string, dd Ino, dst string, flags uint32, lock sync.Locker) {
+		t.Helper()
+		before := snapshot(sd, src, dd, dst)
+		reads := cd.reads.Load()
+		if lock != nil {
+			lock.Lock()
+		}
+		err := s.RenameNoWait(sd, src, dd, dst, flags)
+		if lock != nil {
+			lock.Unlock()
+		}
+		if !errors.Is(err, ErrWouldWait) {
+			t.Fatalf("%s: %v, want ErrWouldWait", what, err)
+		}
+		if cd.reads.Load() != reads {
+			t.Fatalf("%s: read the device", what)
+		}
+		after := snapshot(sd, src, dd, dst)
+		after.reads = before.reads
+		if after != before {
+			t.Fatalf("%s: changed the store: %+v, then %+v", what, before, after)
+		}
+	}
+	renamed := func(what string, sd Ino, src string, dd Ino, dst string, flags uint32) {
+		t.Helper()
+		before, err := s.Lookup(sd, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RenameNoWait(sd, src, dd, dst, flags); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if _, err := s.Lookup(sd, src); !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("%s: the old name: %v", what, err)
+		}
+		a, err := s.Lookup(dd, dst)
+		if err != nil || a.Ino != before.Ino || a.Nlink != before.Nlink || !a.Ctime.After(before.Ctime) && !a.Ctime.Equal(before.Ctime) {
+			t.Fatalf("%s: the new name: %+v %v (was %+v)", what, a, err, before)
+		}
+	}
+
+	mustCreate(t, s, dir, "a", nil)
+	renamed("in the directory", dir, "a", dir, "b", 0)
+	renamed("with RenameNoReplace", dir, "b", dir, "c", RenameNoReplace)
+	renamed("to another directory", dir, "c", other, "c", 0)
+	renamed("back", other, "c", dir, "a", 0)
+	if _, err := s.Symlink(dir, "l", "a"); err != nil {
+		t.Fatal(err)
+	}
+	renamed("a symlink", dir, "l", dir, "l2", 0)
+	mustCreate(t, s, dir, "full", []byte("data"))
+	renamed("a file with buffered data", dir, "full", dir, "full2", 0)
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Read(mustLookup(t, s, dir, "full2"), 0, make([]byte, 8)); err != nil || got != 4 {
+		t.Fatalf("the renamed file's data: %d bytes, %v", got, err)
+	}
+
+	// What the worker's Rename answers or has more to do for.
+	declines("over an existing name", dir, "a", dir, "l2", 0, nil)
+	declines("over an existing name, RenameNoReplace", dir, "a", dir, "l2", RenameNoReplace, nil)
+	declines("onto itself", dir, "a", dir, "a", 0, nil)
+	declines("a missing source", dir, "missing", dir, "x", 0, nil)
+	declines("RENAME_EXCHANGE", dir, "a", dir, "l2", RenameExchange, nil)
+	if _, err := s.Mkdir(dir, "sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	declines("a directory", dir, "sub", dir, "sub2", 0, nil)
+	declines("a bad name", dir, "a", dir, "x/y", 0, nil)
+
+	// Locks held.
+	declines("renameMu held, to another directory", dir, "a", other, "x", 0, &s.renameMu)
+	declines("renameMu read-held (an fsync logging), to another directory", dir, "a", other, "x", 0,
+		s.renameMu.RLocker())
+	// Within one directory a file's rename takes no renameMu.
+	s.renameMu.Lock()
+	err := s.RenameNoWait(dir, "a", dir, "a9", 0)
+	s.renameMu.Unlock()
+	if err != nil {
+		t.Fatalf("a rename within the directory, renameMu held: %v", err)
+	}
+	renamed("back", dir, "a9", dir, "a", 0)
+	declines("the directory's mu held", dir, "a", dir, "x", 0, &s.itab.peek(dir).mu)
+	declines("the target directory's mu held", dir, "a", other, "x", 0, &s.itab.peek(other).mu)
+	a, err := s.Lookup(dir, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declines("the source's mu held", dir, "a", dir, "x", 0, &s.itab.peek(a.Ino).mu)
+
+	// Not in memory: the source, then the directory.
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evictInodes(s)
+	for _, d := range []Ino{dir, other} {
+		if _, err := s.Stat(d); err != nil { // loads the directories, not their files
+			t.Fatal(err)
+		}
+	}
+	if s.itab.peek(a.Ino) != nil {
+		t.Fatal("the source was not evicted")
+	}
+	// (Not declines: its lookups would load the source.)
+	reads := cd.reads.Load()
+	if err := s.RenameNoWait(dir, "a", dir, "x", 0); !errors.Is(err, ErrWouldWait) || cd.reads.Load() != reads ||
+		s.itab.peek(a.Ino) != nil {
+		t.Fatalf("rename of a source not in memory: %v, %d device reads, loaded %v", err, cd.reads.Load()-reads,
+			s.itab.peek(a.Ino) != nil)
+	}
+	if _, err := s.Lookup(dir, "x"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("the declined rename made the new name: %v", err)
+	}
+	if _, err := s.Stat(a.Ino); err != nil {
+		t.Fatal(err)
+	}
+	evictInodes(s)
+	if _, err := s.Stat(a.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if s.itab.peek(dir) != nil {
+		t.Fatal("the directory was not evicted")
+	}
+	reads = cd.reads.Load()
+	if err := s.RenameNoWait(dir, "a", dir, "x", 0); !errors.Is(err, ErrWouldWait) || cd.reads.Load() != reads ||
+		s.itab.peek(dir) != nil {
+		t.Fatalf("rename in a directory not in memory: %v, %d device reads, loaded %v", err, cd.reads.Load()-reads,
+			s.itab.peek(dir) != nil)
+	}
+	if _, err := s.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat(other); err != nil {
+		t.Fatal(err)
+	}
+
+	// The running transaction frozen for its commit, a handle still open.
+	tr, err := s.e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() { _, err := s.e.Commit(context.Background()); committed <- err }()
+	for {
+		h, err := s.e.TryStartReserved(0)
+		if errors.Is(err, journal.ErrWouldWait) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.End()
+		runtime.Gosched()
+	}
+	declines("the commit frozen", dir, "a", dir, "x", 0, nil)
+	tr.End()
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing in the way again: made, and the store checks clean.
+	renamed("after all that", dir, "a", other, "x", 0)
+	closeCheck(t, s)
+}
+
+func mustLookup(t *testing.T, s *Store, dir Ino, name string) Ino {
+	t.Helper()
+	a, err := s.Lookup(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Ino
+}

@@ -24,7 +24,9 @@ const (
 //
 // renameMu serialises renames, as Linux's s_vfs_rename_mutex: while it is
 // held no directory changes parent, so the walk up from dstDir that looks
-// for a cycle sees a stable tree.
+// for a cycle sees a stable tree. (RenameNoWait's rename of a file within
+// one directory, which changes no directory's parent, takes none:
+// nowait.go.)
 func (s *Store) Rename(srcDir Ino, srcName string, dstDir Ino, dstName string) error {
 	return opErr("rename", srcName, s.rename(srcDir, srcName, dstDir, dstName, 0))
 }
@@ -146,7 +148,7 @@ func (s *Store) renameOnce(sd *inode, srcName string, dd *inode, dstName string,
 	if err := s.checkRenameRoom(&r); err != nil {
 		return true, err
 	}
-	return true, s.renameInTrans(&r)
+	return true, s.renameInTrans(&r, s.startMeta)
 }
 
 // renameOp is one rename, its inodes locked: the two directories, the
@@ -223,10 +225,10 @@ func (s *Store) checkReplace(src, victim *inode) error {
 	return nil
 }
 
-// renameInTrans makes the rename's changes in one transaction: drop the
-// victim, move the name, write the three inode items.
-func (s *Store) renameInTrans(r *renameOp) (err error) {
-	tr, err := s.startMeta(s.opMeta)
+// renameInTrans makes the rename's changes in one transaction, its handle
+// from start: drop the victim, move the name, write the three inode items.
+func (s *Store) renameInTrans(r *renameOp, start func(meta uint64) (*engine.Trans, error)) (err error) {
+	tr, err := start(s.opMeta)
 	if err != nil {
 		return err
 	}
@@ -363,11 +365,13 @@ func (s *Store) writeBackReplacing(srcDir Ino, srcName string, dstDir Ino, dstNa
 		return nil
 	}
 	defer s.itab.put(dd)
-	se, err := s.findEntryLocked(sd, srcName)
+	// The new name first: a rename to a free name, the common case, then
+	// costs one look-up here.
+	de, err := s.findEntryLocked(dd, dstName)
 	if err != nil {
 		return nil
 	}
-	de, err := s.findEntryLocked(dd, dstName)
+	se, err := s.findEntryLocked(sd, srcName)
 	if err != nil || de.Child == se.Child {
 		return nil
 	}
