@@ -40,10 +40,11 @@ import (
 //     touches the device, so it never waits; when it declines, the read
 //     goes to a worker, as every read did before, and the worker's Read
 //     is the one that reads the device and starts any read-ahead;
-//   - a create, and the unlink of an empty regular file, that the store
-//     can make without waiting: store.CreateNoWait and UnlinkNoWait
-//     decline (store.ErrWouldWait, nothing changed) where Create and
-//     Unlink would wait — an inode not in memory, a lock held, space
+//   - a create or a mkdir, the unlink of an empty regular file and the
+//     rmdir of a directory, that the store can make without waiting:
+//     store.CreateNoWait, MkdirNoWait, UnlinkNoWait and RmdirNoWait
+//     decline (store.ErrWouldWait, nothing changed) where the waiting
+//     calls would wait — an inode not in memory, a lock held, space
 //     short (a commit to unpin first), the running transaction frozen for
 //     its commit with another handle open — and the request then goes to
 //     a worker; a create is a transaction handle and four tree items in
@@ -58,10 +59,10 @@ import (
 // dirty budget therefore holds this connection's reader for the device
 // read or the writeback: the connection's pipelined requests wait behind
 // it, as they would for a full set of slots, while other connections go
-// on. Reads that need the device, readdir, the creates and unlinks the
+// on. Reads that need the device, readdir, the namespace changes the
 // store declines and everything else that may write or sync keep a
-// worker: a read that misses the page cache would
-// otherwise serialise a connection's reads on one device round trip each.
+// worker: a read that misses the page cache would otherwise serialise a
+// connection's reads on one device round trip each.
 
 // runsInline reports whether req runs on the reader (see above), whatever
 // the store holds; a read may too, if it is cached (readCached).
@@ -93,21 +94,20 @@ func (c *conn) runInline(ctx context.Context, rt requestTrace, id uint64, req pr
 
 // servedReply is the outcome of a request the reader made before
 // serveRequest: a read answered from memory, and the buffer its data is
-// in; a create, an unlink or a rename made without waiting, and its
-// error.
+// in; a namespace change made without waiting, and its error.
 type servedReply struct {
 	reply proto.Reply
 	out   *[]byte
 	err   error
 }
 
-// namespaceNoWait serves a create, an unlink or a rename on the reader if
-// the store can make it without waiting (store.CreateNoWait, UnlinkNoWait,
+// namespaceNoWait serves a create, a mkdir, an unlink, an rmdir or a
+// rename on the reader if the store can make it without waiting
+// (store.CreateNoWait, MkdirNoWait, UnlinkNoWait, RmdirNoWait,
 // RenameNoWait), and reports whether it did. If not, nothing was done: the
-// request goes to a worker, whose Create, Unlink or Rename waits where the
-// reader must not. With a test's filter set, which may refuse a request
-// before the store sees it, every create, unlink and rename goes to a
-// worker.
+// request goes to a worker, whose waiting call waits where the reader must
+// not. With a test's filter set, which may refuse a request before the
+// store sees it, every one of them goes to a worker.
 func (c *conn) namespaceNoWait(ctx context.Context, rt requestTrace, id uint64, req proto.Request, reqBuf *[]byte, limits proto.Limits, charge int64) bool {
 	if c.s.testFilter.Load() != nil {
 		return false
@@ -116,40 +116,36 @@ func (c *conn) namespaceNoWait(ctx context.Context, rt requestTrace, id uint64, 
 	// The store's work runs here, before serveRequest: bind the span
 	// for it, so that its tree-lock waits name the request (eBPF).
 	binding := rt.bind()
+	st := c.s.st
+	var err error
 	switch r := req.(type) {
 	case *proto.Create:
-		a, err := c.s.st.CreateNoWait(store.Ino(r.Dir), r.Name, r.Perm)
-		if errors.Is(err, store.ErrWouldWait) {
-			binding.Unbind()
-			return false
-		}
+		var a store.Attr
+		a, err = st.CreateNoWait(store.Ino(r.Dir), r.Name, r.Perm)
+		served.reply, _, served.err = attrReply(a, err)
+	case *proto.Mkdir:
+		var a store.Attr
+		a, err = st.MkdirNoWait(store.Ino(r.Dir), r.Name, r.Perm)
 		served.reply, _, served.err = attrReply(a, err)
 	case *proto.Unlink:
-		err := c.s.st.UnlinkNoWait(store.Ino(r.Dir), r.Name)
-		if errors.Is(err, store.ErrWouldWait) {
-			binding.Unbind()
-			return false
-		}
+		err = st.UnlinkNoWait(store.Ino(r.Dir), r.Name)
+		served.reply, _, served.err = emptyOr(err)
+	case *proto.Rmdir:
+		err = st.RmdirNoWait(store.Ino(r.Dir), r.Name)
 		served.reply, _, served.err = emptyOr(err)
 	case *proto.Rename:
-		err := c.s.st.RenameNoWait(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, 0)
-		if errors.Is(err, store.ErrWouldWait) {
-			binding.Unbind()
-			return false
-		}
+		err = st.RenameNoWait(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, 0)
 		served.reply, _, served.err = emptyOr(err)
 	case *proto.Rename2:
-		err := c.s.st.RenameNoWait(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, r.Flags)
-		if errors.Is(err, store.ErrWouldWait) {
-			binding.Unbind()
-			return false
-		}
+		err = st.RenameNoWait(store.Ino(r.SrcDir), r.SrcName, store.Ino(r.DstDir), r.DstName, r.Flags)
 		served.reply, _, served.err = emptyOr(err)
 	default:
-		binding.Unbind()
-		return false
+		err = store.ErrWouldWait
 	}
 	binding.Unbind()
+	if errors.Is(err, store.ErrWouldWait) {
+		return false
+	}
 	reply, out, err := c.serveRequest(ctx, rt, req, limits, &served)
 	proto.PutBuffer(reqBuf)
 	c.answer(c.encode(id, req.Op(), out, reply, err, charge))

@@ -3,9 +3,12 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"ustore/client"
@@ -30,12 +33,13 @@ func whereServed() string {
 }
 
 // TestServer_Inline_WhichOnReader: stat, lookup, statfs, a buffered write
-// of whole blocks, a read of blocks in memory, a create and the unlink of
-// an empty file and the rename of a file to a new name run on the
-// connection's reader goroutine; a write of part of a block, a write with a
-// sync flag, a readdir, an fsync, a mkdir, the unlink of a file with data,
-// a rename over an existing name and the rename of a directory (which the
-// store declines to make without waiting) run on a worker goroutine of their own (the stack the
+// of whole blocks, a read of blocks in memory, a create, a mkdir, the
+// unlink of an empty file, an rmdir (answered ENOTEMPTY too) and the rename
+// of a file to a new name run on the connection's reader goroutine; a write
+// of part of a block, a write with a sync flag, a readdir, an fsync, the
+// unlink of a file with data or of a directory, a rename over an existing
+// name and the rename of a directory (which the store declines to make
+// without waiting) run on a worker goroutine of their own (the stack the
 // hook runs on says which). Every one is answered.
 func TestServer_Inline_WhichOnReader(t *testing.T) {
 	var mu sync.Mutex
@@ -72,6 +76,24 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 		func() error { return c.Unlink(ctx, client.RootIno, "e") },
 		func() error { _, err := c.Mkdir(ctx, client.RootIno, "d", 0o755); return err },
 		func() error { return c.Rename(ctx, client.RootIno, "d", client.RootIno, "d2") },
+		func() error { _, err := c.Mkdir(ctx, client.RootIno, "dd", 0o755); return err },
+		func() error {
+			dd, err := c.Lookup(ctx, client.RootIno, "dd")
+			if err == nil {
+				_, err = c.Create(ctx, dd.Ino, "e", 0o644)
+			}
+			return err
+		},
+		func() error { return want(c.Rmdir(ctx, client.RootIno, "dd"), syscall.ENOTEMPTY) },
+		func() error { return want(c.Unlink(ctx, client.RootIno, "dd"), syscall.EISDIR) },
+		func() error {
+			dd, err := c.Lookup(ctx, client.RootIno, "dd")
+			if err == nil {
+				err = c.Unlink(ctx, dd.Ino, "e")
+			}
+			return err
+		},
+		func() error { return c.Rmdir(ctx, client.RootIno, "d2") },
 		func() error { return c.Unlink(ctx, client.RootIno, "f") },
 	}
 	for i, step := range steps {
@@ -81,11 +103,13 @@ func TestServer_Inline_WhichOnReader(t *testing.T) {
 	}
 	want := map[string]string{
 		"create": "reader", "unlink of an empty file": "reader", "unlink of a file with data": "worker",
-		"mkdir": "worker", "stat": "reader", "lookup": "reader", "statfs": "reader",
+		"mkdir": "reader", "stat": "reader", "lookup": "reader", "statfs": "reader",
 		"write whole blocks": "reader", "write part of a block": "worker", "write dsync": "worker",
 		"read": "reader", "readdir": "worker", "fsync": "worker",
 		"rename to a new name": "reader", "rename2 to a new name": "reader",
 		"rename over a name": "worker", "rename of a directory": "worker",
+		"rmdir of an empty directory": "reader", "rmdir of a full directory": "reader",
+		"unlink of a directory": "worker",
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -171,12 +195,29 @@ func TestServer_Inline_CachedRead(t *testing.T) {
 }
 
 // describe names a request for TestServer_Inline_WhichOnReader.
+// want is nil if err is target, and an error saying what came otherwise.
+func want(err, target error) error {
+	if errors.Is(err, target) {
+		return nil
+	}
+	return fmt.Errorf("got %v, want %v", err, target)
+}
+
 func describe(req proto.Request) string {
 	if u, ok := req.(*proto.Unlink); ok {
-		if u.Name == "e" {
+		switch u.Name {
+		case "e":
 			return "unlink of an empty file"
+		case "dd":
+			return "unlink of a directory"
 		}
 		return "unlink of a file with data"
+	}
+	if r, ok := req.(*proto.Rmdir); ok {
+		if r.Name == "dd" {
+			return "rmdir of a full directory"
+		}
+		return "rmdir of an empty directory"
 	}
 	if r, ok := req.(*proto.Rename); ok {
 		switch {

@@ -976,8 +976,15 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 		a, err = s.Symlink(r.dir, r.name, op.b)
 		newIno = a.Ino
 	case opMkdir:
+		// As opCreate: MkdirNoWait first on even steps.
 		var a Attr
-		a, err = s.Mkdir(r.dir, r.name, 0o755)
+		err = ErrWouldWait
+		if step%2 == 0 {
+			a, err = s.MkdirNoWait(r.dir, r.name, 0o755)
+		}
+		if errors.Is(err, ErrWouldWait) {
+			a, err = s.Mkdir(r.dir, r.name, 0o755)
+		}
 		newIno = a.Ino
 	case opWrite, opWriteHeld:
 		var n int
@@ -1003,7 +1010,16 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 			err = s.Unlink(r.dir, r.name)
 		}
 	case opRmdir:
-		err = s.Rmdir(r.dir, r.name)
+		// As opCreate: RmdirNoWait first on even steps, after the look-up
+		// a FUSE mount makes (renameNoWaitLookedUp).
+		err = ErrWouldWait
+		if step%2 == 0 {
+			_, _ = s.Lookup(r.dir, r.name)
+			err = s.RmdirNoWait(r.dir, r.name)
+		}
+		if errors.Is(err, ErrWouldWait) {
+			err = s.Rmdir(r.dir, r.name)
+		}
 	case opRename:
 		// As opCreate: RenameNoWait first on even steps.
 		err = ErrWouldWait

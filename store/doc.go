@@ -145,27 +145,28 @@
 //     (LogXattrs), and replay makes the set exactly the logged one.
 //     (changeXattr, logXattrs, replayer.ReplayXattrs; Check;
 //     TestCrash_Xattrs)
-//  19. CreateNoWait, UnlinkNoWait and RenameNoWait never wait for what
-//     Create, Unlink and Rename may wait for (an inode load, a lock a
-//     holder keeps across I/O — renameMu included, which an fsync holds
-//     read while it logs —, a commit to unpin space, the freeze of a
-//     committing transaction): each such step is a peek or a TryLock,
-//     every refusal (ErrWouldWait) comes before the transaction handle
-//     starts and changes nothing, and the handle's start is the last
-//     refusable step (engine.TryStartReserved). From there they are
-//     Create, Unlink and Rename: the same code (renameInTrans), the same
-//     transaction, the same answers. The inodes they change are held in
-//     memory by their mu, not a reference (invariant 17 holds: the table
-//     does not evict an inode whose mu is held). CreateNoWait and
-//     RenameNoWait also decline while a directory they change has a create
-//     queue (invariant 23): its leader waits for the directory's mu or
-//     holds it across a pass, and its waiters are not overtaken. Since
-//     RenameNoWait holds every lock it needs from its look-ups to the
-//     change, it makes no second look-up under the locks, as renameOnce
-//     must.
+//  19. CreateNoWait, MkdirNoWait, UnlinkNoWait, RmdirNoWait and
+//     RenameNoWait never wait for what the waiting calls may wait for (an
+//     inode load, a lock a holder keeps across I/O — renameMu included,
+//     which an fsync holds read while it logs —, a commit to unpin space,
+//     the freeze of a committing transaction): each such step is a peek or
+//     a TryLock, every refusal (ErrWouldWait) comes before the transaction
+//     handle starts and changes nothing, and the handle's start is the
+//     last refusable step (engine.TryStartReserved). From there they are
+//     the waiting calls: the same code (makeInodeLocked, removeHeld,
+//     renameInTrans), the same transaction, the same answers. The inodes
+//     they change are held in memory by their mu, not a reference
+//     (invariant 17 holds: the table does not evict an inode whose mu is
+//     held). CreateNoWait, MkdirNoWait and RenameNoWait also decline while
+//     a directory they change has a create queue (invariant 23): its
+//     leader waits for the directory's mu or holds it across a pass, and
+//     its waiters are not overtaken. Since RenameNoWait holds every lock
+//     it needs from its look-ups to the change, it makes no second look-up
+//     under the locks, as renameOnce must.
 //     (nowait.go; TestStore_NoWait_DeclinesWithoutSideEffects,
+//     TestStore_RenameNoWait, TestStore_MkdirRmdirNoWait,
 //     TestCreateBatch_NoWait_DeclinesWhileQueued, TestCrash_Workloads:
-//     creates and unlinks of even steps)
+//     creates, mkdirs, unlinks, rmdirs and renames of even steps)
 //  20. Read-ahead is bounded and reads a block once: an inode has at most
 //     readAheadChunksMax chunks in flight and the store
 //     readAheadInflightMax, each holding a slot from its issue to its

@@ -9,27 +9,30 @@ import (
 )
 
 // Namespace operations for a caller that must not wait: the server's
-// connection reader, which serves a create, an unlink or a rename itself
-// when the store can make it without waiting (server/conn_inline.go), and
-// hands it to a worker otherwise — as ReadCached does for reads.
+// connection reader, which serves a create, a mkdir, an unlink, an rmdir
+// or a rename itself when the store can make it without waiting
+// (server/conn_inline.go), and hands it to a worker otherwise — as
+// ReadCached does for reads.
 //
-// CreateNoWait, UnlinkNoWait and RenameNoWait are Create, Unlink and
-// Rename, except that where those would wait they return ErrWouldWait at
-// once, having changed nothing: every check that may decline comes before
-// the transaction handle starts, and the handle's start is the last of
-// them. They decline when
-//   - the directory (or, for an unlink, the victim) is not in the inode
-//     table: loading it reads the device;
+// CreateNoWait, MkdirNoWait, UnlinkNoWait, RmdirNoWait and RenameNoWait
+// are Create, Mkdir, Unlink, Rmdir and Rename, except that where those
+// would wait they return ErrWouldWait at once, having changed nothing:
+// every check that may decline comes before the transaction handle
+// starts, and the handle's start is the last of them. They decline when
+//   - the directory (or, for an unlink or an rmdir, the victim; for a
+//     rename, the source) is not in the inode table: loading it reads
+//     the device;
 //   - a lock they need is held (TryLock): its holder may keep it across
 //     I/O (a writeback holds a file's wbMu, an fsync a directory's mu);
-//   - space is short: Create and Unlink would first commit to unpin what
+//   - space is short: the waiting ones would first commit to unpin what
 //     earlier transactions freed (makeRoom), or might answer ENOSPC;
 //   - the running transaction is frozen for its commit and another
 //     handle is still open (engine.TryStartReserved): Start would wait
 //     for that handle;
 //   - for an unlink, the victim is anything but an empty regular file
 //     with no buffered pages and no open holds: freeing extents or making
-//     an orphan is more than one short transaction's work;
+//     an orphan is more than one short transaction's work; for an rmdir,
+//     the victim is not a directory (Rmdir answers ENOTDIR);
 //   - for a rename, the new name exists (a rename over a name may write
 //     back the source's data first and drops the victim), the source is a
 //     directory (the walk up for a cycle may read the device), renameMu
@@ -37,8 +40,7 @@ import (
 //     fsync logging names), or flags other than RenameNoReplace are given;
 //   - anything else out of the common path (a name that does not parse,
 //     a directory that is not one): the worker gives the answer.
-// Once the handle has started they finish as Create, Unlink and Rename
-// do, and their answers are the same: an error then is the operation's own
+// Once the handle has started they finish as the waiting ones do, and their answers are the same: an error then is the operation's own
 // (EEXIST, ENOENT, …). What they do not avoid is what the inline stat and
 // lookup do not avoid either: a tree node that is not in the node cache
 // is read from the device, a tree lock another writer holds is waited
@@ -58,6 +60,17 @@ var ErrWouldWait = errors.New("store: the operation would wait")
 // CreateNoWait is Create for a caller that must not wait: ErrWouldWait
 // where Create would (see above).
 func (s *Store) CreateNoWait(dir Ino, name string, perm uint32) (Attr, error) {
+	return s.makeNoWait("create", dir, name, ModeFile|perm&ModePerm)
+}
+
+// MkdirNoWait is Mkdir for a caller that must not wait: ErrWouldWait where
+// Mkdir would (see above).
+func (s *Store) MkdirNoWait(dir Ino, name string, perm uint32) (Attr, error) {
+	return s.makeNoWait("mkdir", dir, name, ModeDir|perm&ModePerm)
+}
+
+// makeNoWait is makeInode without a wait, for CreateNoWait and MkdirNoWait.
+func (s *Store) makeNoWait(op string, dir Ino, name string, mode uint32) (Attr, error) {
 	if s.writable() != nil || checkName(name) != nil || !s.roomWithoutCommit() {
 		return Attr{}, ErrWouldWait
 	}
@@ -71,16 +84,29 @@ func (s *Store) CreateNoWait(dir Ino, name string, perm uint32) (Attr, error) {
 	if !d.isDir() || d.deleted.Load() || s.creates.active(d.ino) {
 		return Attr{}, ErrWouldWait
 	}
-	a, err := s.makeInodeLocked(d, name, ModeFile|perm&ModePerm, "", s.tryStartMeta)
+	a, err := s.makeInodeLocked(d, name, mode, "", s.tryStartMeta)
 	if errors.Is(err, ErrWouldWait) {
 		return Attr{}, err
 	}
-	return a, opErr("create", name, err)
+	return a, opErr(op, name, err)
 }
 
 // UnlinkNoWait is Unlink for a caller that must not wait: ErrWouldWait
 // where Unlink would (see above).
 func (s *Store) UnlinkNoWait(dir Ino, name string) error {
+	return s.removeNoWait("unlink", dir, name, false)
+}
+
+// RmdirNoWait is Rmdir for a caller that must not wait: ErrWouldWait where
+// Rmdir would (see above). A directory that is not empty is Rmdir's own
+// answer, ENOTEMPTY, once the checks have passed.
+func (s *Store) RmdirNoWait(dir Ino, name string) error {
+	return s.removeNoWait("rmdir", dir, name, true)
+}
+
+// removeNoWait is remove without a wait, for UnlinkNoWait (wantDir false:
+// an empty regular file) and RmdirNoWait (a directory).
+func (s *Store) removeNoWait(op string, dir Ino, name string, wantDir bool) error {
 	if s.writable() != nil || checkName(name) != nil || !s.roomWithoutCommit() {
 		return ErrWouldWait
 	}
@@ -107,15 +133,25 @@ func (s *Store) UnlinkNoWait(dir Ino, name string) error {
 		return ErrWouldWait
 	}
 	defer victim.mu.Unlock()
-	if s.itab.peek(e.Child) != victim || victim.deleted.Load() || victim.isDir() || victim.isLink() ||
-		victim.size != 0 || victim.diskSize != 0 || !victim.pages.empty() || victim.holds > 0 {
+	if s.itab.peek(e.Child) != victim || victim.deleted.Load() {
 		return ErrWouldWait
 	}
-	_, err = s.removeHeld(d, name, e, victim, false, s.tryStart, &nameFound{e, size})
+	if wantDir {
+		// A directory's items are its inode item, its INODE_REF and, when
+		// it is empty, nothing else: one short transaction, whatever its
+		// holds (a directory goes with its name, goesWithName).
+		if !victim.isDir() {
+			return ErrWouldWait
+		}
+	} else if victim.isDir() || victim.isLink() || victim.size != 0 || victim.diskSize != 0 ||
+		!victim.pages.empty() || victim.holds > 0 {
+		return ErrWouldWait
+	}
+	_, err = s.removeHeld(d, name, e, victim, wantDir, s.tryStart, &nameFound{e, size})
 	if errors.Is(err, ErrWouldWait) {
 		return err
 	}
-	return opErr("unlink", name, err)
+	return opErr(op, name, err)
 }
 
 // RenameNoWait is Rename (Rename2 with flags RenameNoReplace) for a

@@ -418,3 +418,139 @@ func mustLookup(t *testing.T, s *Store, dir Ino, name string) Ino {
 	}
 	return a.Ino
 }
+
+// TestStore_MkdirRmdirNoWait: MkdirNoWait and RmdirNoWait make a mkdir and
+// an rmdir as Mkdir and Rmdir do (the parent's link count and size follow,
+// EEXIST and ENOTEMPTY are their answers), and decline — changing nothing,
+// reading nothing — with the parent's or the victim's lock held, the
+// victim not in memory, the commit frozen, a victim that is not a
+// directory.
+func TestStore_MkdirRmdirNoWait(t *testing.T) {
+	cd := &countingDev{Device: newTestDevice(t, 64<<20)}
+	s := openTest(t, cd, quiet(Options{}))
+	p, err := s.Mkdir(RootIno, "p", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := p.Ino
+	declines := func(what, name string, op func() error, lock sync.Locker) {
+		t.Helper()
+		before := noWaitSnapshot(t, s, cd, dir, name)
+		reads := cd.reads.Load()
+		if lock != nil {
+			lock.Lock()
+		}
+		err := op()
+		if lock != nil {
+			lock.Unlock()
+		}
+		if !errors.Is(err, ErrWouldWait) {
+			t.Fatalf("%s: %v, want ErrWouldWait", what, err)
+		}
+		if cd.reads.Load() != reads {
+			t.Fatalf("%s: read the device", what)
+		}
+		if after := noWaitSnapshot(t, s, cd, dir, name); after != before {
+			t.Fatalf("%s: changed the store: %+v, then %+v", what, before, after)
+		}
+	}
+	mkdir := func(name string) func() error {
+		return func() error { _, err := s.MkdirNoWait(dir, name, 0o755); return err }
+	}
+	rmdir := func(name string) func() error { return func() error { return s.RmdirNoWait(dir, name) } }
+
+	// Made, and answered as Mkdir and Rmdir answer.
+	a, err := s.MkdirNoWait(dir, "s", 0o750)
+	if err != nil || a.Mode != ModeDir|0o750 || a.Nlink != 2 {
+		t.Fatalf("mkdir: %+v %v", a, err)
+	}
+	if st, err := s.Stat(dir); err != nil || st.Nlink != 3 {
+		t.Fatalf("the parent after the mkdir: %+v %v, want 3 links", st, err)
+	}
+	if _, err := s.MkdirNoWait(dir, "s", 0o755); !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("mkdir over a name: %v, want EEXIST", err)
+	}
+	mustCreate(t, s, a.Ino, "f", nil)
+	if err := s.RmdirNoWait(dir, "s"); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Fatalf("rmdir of a directory with a file: %v, want ENOTEMPTY", err)
+	}
+	if err := s.Unlink(a.Ino, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RmdirNoWait(dir, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stat(dir); err != nil || st.Nlink != 2 || st.Size != 0 {
+		t.Fatalf("the parent after the rmdir: %+v %v, want 2 links and size 0", st, err)
+	}
+
+	// Locks held; a victim that is not a directory.
+	declines("mkdir, the parent's lock held", "m", mkdir("m"), &s.itab.peek(dir).mu)
+	v, err := s.Mkdir(dir, "v", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declines("rmdir, the parent's lock held", "v", rmdir("v"), &s.itab.peek(dir).mu)
+	declines("rmdir, the victim's mu held", "v", rmdir("v"), &s.itab.peek(v.Ino).mu)
+	mustCreate(t, s, dir, "file", nil)
+	declines("rmdir of a file", "file", rmdir("file"), nil)
+	declines("rmdir of a missing name", "missing", rmdir("missing"), nil)
+
+	// The victim not in memory.
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evictInodes(s)
+	if _, err := s.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+	if s.itab.peek(v.Ino) != nil {
+		t.Fatal("the victim was not evicted")
+	}
+	reads := cd.reads.Load()
+	if err := s.RmdirNoWait(dir, "v"); !errors.Is(err, ErrWouldWait) || s.itab.peek(v.Ino) != nil || cd.reads.Load() != reads {
+		t.Fatalf("rmdir of a victim not in memory: %v, loaded %v", err, s.itab.peek(v.Ino) != nil)
+	}
+
+	// The running transaction frozen for its commit, a handle still open.
+	if _, err := s.Stat(v.Ino); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() { _, err := s.e.Commit(context.Background()); committed <- err }()
+	for {
+		h, err := s.e.TryStartReserved(0)
+		if errors.Is(err, journal.ErrWouldWait) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.End()
+		runtime.Gosched()
+	}
+	declines("mkdir, the commit frozen", "m", mkdir("m"), nil)
+	declines("rmdir, the commit frozen", "v", rmdir("v"), nil)
+	tr.End()
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing in the way: made.
+	if _, err := s.MkdirNoWait(dir, "m", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"m", "v"} {
+		if err := s.RmdirNoWait(dir, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Unlink(dir, "file"); err != nil {
+		t.Fatal(err)
+	}
+	closeCheck(t, s)
+}
