@@ -248,17 +248,19 @@ func BenchmarkStore_Meta(b *testing.B) {
 		b.Fatal(err)
 	}
 	name := func(p string, i int) string { return fmt.Sprintf("%s%08d", p, i) }
-	var n int
-	run := func(op string, f func(i int) error) {
+	// Each op's names are the previous op's: created as a…, renamed to
+	// r…; made counts the names of each prefix in the directory.
+	var made struct{ a, r int }
+	// run times f(0), f(1), …; with needs, it first makes (untimed) the
+	// names of that prefix an op beyond the previous op's count needs.
+	run := func(op string, needs *int, prefix string, f func(i int) error) {
 		b.Run(op, func(b *testing.B) {
 			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if i == n {
-					// Fewer names than this op's b.N: make more, untimed.
+			for i := 0; b.Loop(); i++ {
+				if needs != nil && i == *needs {
 					b.StopTimer()
-					for ; n < i+1000; n++ {
-						if _, err := s.Create(dir.Ino, name("a", n), 0o644); err != nil {
+					for end := i + 1000; *needs < end; *needs++ {
+						if _, err := s.Create(dir.Ino, name(prefix, *needs), 0o644); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -267,43 +269,18 @@ func BenchmarkStore_Meta(b *testing.B) {
 				if err := f(i); err != nil {
 					b.Fatal(err)
 				}
-				i++
 			}
 		})
 	}
-	// Each op's names are the previous op's: created as a…, renamed to r….
-	b.Run("create", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := s.Create(dir.Ino, name("a", n), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
+	run("create", nil, "", func(int) error {
+		_, err := s.Create(dir.Ino, name("a", made.a), 0o644)
+		made.a++
+		return err
 	})
-	run("lookup", func(i int) error { _, err := s.Lookup(dir.Ino, name("a", i)); return err })
-	renamed := 0
-	run("rename", func(i int) error {
-		renamed = max(renamed, i+1)
+	run("lookup", &made.a, "a", func(i int) error { _, err := s.Lookup(dir.Ino, name("a", i)); return err })
+	run("rename", &made.a, "a", func(i int) error {
+		made.r = max(made.r, i+1)
 		return s.Rename(dir.Ino, name("a", i), dir.Ino, name("r", i))
 	})
-	b.Run("unlink", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if i == renamed {
-				b.StopTimer()
-				for ; renamed < i+1000; renamed++ {
-					if _, err := s.Create(dir.Ino, name("r", renamed), 0o644); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StartTimer()
-			}
-			if err := s.Unlink(dir.Ino, name("r", i)); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
+	run("unlink", &made.r, "r", func(i int) error { return s.Unlink(dir.Ino, name("r", i)) })
 }

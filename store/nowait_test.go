@@ -36,6 +36,83 @@ func noWaitSnapshot(t *testing.T, s *Store, cd *countingDev, dir Ino, name strin
 	return noWaitState{next: Ino(s.nextIno.v.Load()), dir: a, found: err == nil, reads: reads}
 }
 
+// noWaitDeclines checks that op declines — ErrWouldWait, at once, with
+// lock held by this goroutine (nil: none), so that a wait would never end
+// — without a device read, leaving the next inode number, dir and name as
+// they were.
+func noWaitDeclines(t *testing.T, s *Store, cd *countingDev, dir Ino, what, name string, op func() error, lock sync.Locker) {
+	t.Helper()
+	before := noWaitSnapshot(t, s, cd, dir, name)
+	reads := cd.reads.Load()
+	if lock != nil {
+		lock.Lock()
+	}
+	err := op()
+	if lock != nil {
+		lock.Unlock()
+	}
+	if !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("%s: %v, want ErrWouldWait", what, err)
+	}
+	if cd.reads.Load() != reads {
+		t.Fatalf("%s: read the device", what)
+	}
+	if after := noWaitSnapshot(t, s, cd, dir, name); after.next != before.next || after.dir != before.dir ||
+		after.found != before.found {
+		t.Fatalf("%s: changed the store: %+v, then %+v", what, before, after)
+	}
+}
+
+// noWaitFixture opens a store on a counting device with a directory /d,
+// and returns them with declines: noWaitDeclines in /d.
+func noWaitFixture(t *testing.T) (s *Store, cd *countingDev, dir Ino,
+	declines func(what, name string, op func() error, lock sync.Locker)) {
+	t.Helper()
+	cd = &countingDev{Device: newTestDevice(t, 64<<20)}
+	s = openTest(t, cd, quiet(Options{}))
+	d, err := s.Mkdir(RootIno, "d", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declines = func(what, name string, op func() error, lock sync.Locker) {
+		t.Helper()
+		noWaitDeclines(t, s, cd, d.Ino, what, name, op, lock)
+	}
+	return s, cd, d.Ino, declines
+}
+
+// freezeCommit opens a transaction handle and starts a commit behind it,
+// and returns once the running transaction is frozen for that commit
+// (engine.TryStartReserved would wait); thaw ends the handle and waits for
+// the commit.
+func freezeCommit(t *testing.T, s *Store) (thaw func()) {
+	t.Helper()
+	tr, err := s.e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan error, 1)
+	go func() { _, err := s.e.Commit(context.Background()); committed <- err }()
+	for {
+		h, err := s.e.TryStartReserved(0)
+		if errors.Is(err, journal.ErrWouldWait) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.End()
+		runtime.Gosched()
+	}
+	return func() {
+		t.Helper()
+		tr.End()
+		if err := <-committed; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestStore_NoWait_DeclinesWithoutSideEffects: CreateNoWait and
 // UnlinkNoWait decline — ErrWouldWait, at once, on the caller's goroutine
 // — where Create and Unlink would wait: the directory's or the victim's
@@ -47,36 +124,7 @@ func noWaitSnapshot(t *testing.T, s *Store, cd *countingDev, dir Ino, name strin
 // make the operation, as Create and Unlink do, and give the same errors
 // (EEXIST, ENOENT): the store checks clean.
 func TestStore_NoWait_DeclinesWithoutSideEffects(t *testing.T) {
-	cd := &countingDev{Device: newTestDevice(t, 64<<20)}
-	s := openTest(t, cd, quiet(Options{}))
-	d, err := s.Mkdir(RootIno, "d", 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := d.Ino
-	// declines checks that op declines with the lock held (nil: none).
-	declines := func(what, name string, op func() error, lock sync.Locker) {
-		t.Helper()
-		before := noWaitSnapshot(t, s, cd, dir, name)
-		reads := cd.reads.Load()
-		if lock != nil {
-			lock.Lock()
-		}
-		err := op()
-		if lock != nil {
-			lock.Unlock()
-		}
-		if !errors.Is(err, ErrWouldWait) {
-			t.Fatalf("%s: %v, want ErrWouldWait", what, err)
-		}
-		if cd.reads.Load() != reads {
-			t.Fatalf("%s: read the device", what)
-		}
-		if after := noWaitSnapshot(t, s, cd, dir, name); after.next != before.next || after.dir != before.dir ||
-			after.found != before.found {
-			t.Fatalf("%s: changed the store: %+v, then %+v", what, before, after)
-		}
-	}
+	s, cd, dir, declines := noWaitFixture(t)
 	create := func(name string) func() error {
 		return func() error { _, err := s.CreateNoWait(dir, name, 0o644); return err }
 	}
@@ -148,28 +196,9 @@ func TestStore_NoWait_DeclinesWithoutSideEffects(t *testing.T) {
 	}
 
 	// The running transaction frozen for its commit, a handle still open.
-	tr, err := s.e.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := make(chan error, 1)
-	go func() { _, err := s.e.Commit(context.Background()); committed <- err }()
-	for {
-		h, err := s.e.TryStartReserved(0)
-		if errors.Is(err, journal.ErrWouldWait) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.End()
-		runtime.Gosched()
-	}
+	thaw := freezeCommit(t, s)
 	declines("create, the commit frozen", "b", create("b"), nil)
-	tr.End()
-	if err := <-committed; err != nil {
-		t.Fatal(err)
-	}
+	thaw()
 
 	// Nothing in the way: made.
 	if _, err := s.CreateNoWait(dir, "b", 0o644); err != nil {
@@ -382,28 +411,9 @@ func TestStore_RenameNoWait(t *testing.T) {
 	}
 
 	// The running transaction frozen for its commit, a handle still open.
-	tr, err := s.e.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := make(chan error, 1)
-	go func() { _, err := s.e.Commit(context.Background()); committed <- err }()
-	for {
-		h, err := s.e.TryStartReserved(0)
-		if errors.Is(err, journal.ErrWouldWait) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.End()
-		runtime.Gosched()
-	}
+	thaw := freezeCommit(t, s)
 	declines("the commit frozen", dir, "a", dir, "x", 0, nil)
-	tr.End()
-	if err := <-committed; err != nil {
-		t.Fatal(err)
-	}
+	thaw()
 
 	// Nothing in the way again: made, and the store checks clean.
 	renamed("after all that", dir, "a", other, "x", 0)
@@ -426,34 +436,7 @@ func mustLookup(t *testing.T, s *Store, dir Ino, name string) Ino {
 // victim not in memory, the commit frozen, a victim that is not a
 // directory.
 func TestStore_MkdirRmdirNoWait(t *testing.T) {
-	cd := &countingDev{Device: newTestDevice(t, 64<<20)}
-	s := openTest(t, cd, quiet(Options{}))
-	p, err := s.Mkdir(RootIno, "p", 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := p.Ino
-	declines := func(what, name string, op func() error, lock sync.Locker) {
-		t.Helper()
-		before := noWaitSnapshot(t, s, cd, dir, name)
-		reads := cd.reads.Load()
-		if lock != nil {
-			lock.Lock()
-		}
-		err := op()
-		if lock != nil {
-			lock.Unlock()
-		}
-		if !errors.Is(err, ErrWouldWait) {
-			t.Fatalf("%s: %v, want ErrWouldWait", what, err)
-		}
-		if cd.reads.Load() != reads {
-			t.Fatalf("%s: read the device", what)
-		}
-		if after := noWaitSnapshot(t, s, cd, dir, name); after != before {
-			t.Fatalf("%s: changed the store: %+v, then %+v", what, before, after)
-		}
-	}
+	s, cd, dir, declines := noWaitFixture(t)
 	mkdir := func(name string) func() error {
 		return func() error { _, err := s.MkdirNoWait(dir, name, 0o755); return err }
 	}
@@ -516,29 +499,10 @@ func TestStore_MkdirRmdirNoWait(t *testing.T) {
 	if _, err := s.Stat(v.Ino); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := s.e.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := make(chan error, 1)
-	go func() { _, err := s.e.Commit(context.Background()); committed <- err }()
-	for {
-		h, err := s.e.TryStartReserved(0)
-		if errors.Is(err, journal.ErrWouldWait) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.End()
-		runtime.Gosched()
-	}
+	thaw := freezeCommit(t, s)
 	declines("mkdir, the commit frozen", "m", mkdir("m"), nil)
 	declines("rmdir, the commit frozen", "v", rmdir("v"), nil)
-	tr.End()
-	if err := <-committed; err != nil {
-		t.Fatal(err)
-	}
+	thaw()
 
 	// Nothing in the way: made.
 	if _, err := s.MkdirNoWait(dir, "m", 0o755); err != nil {
