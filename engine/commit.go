@@ -201,7 +201,7 @@ func checkUnchangedSinceSeal(nodes []*ExtentBuffer) {
 	}
 	for _, eb := range nodes {
 		eb.lock.RLock()
-		got, sealed := eb.csum(), le.Uint32(eb.data[hdrCsum:])
+		got, sealed := eb.csum(), eb.storedCsum()
 		eb.lock.RUnlock()
 		if got != sealed {
 			assert.Failf("engine: node %d changed after it was sealed for writing (csum %#x, sealed %#x)",

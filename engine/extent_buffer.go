@@ -159,10 +159,13 @@ func (eb *ExtentBuffer) csum() uint32 { return crc32c(eb.data[hdrFsid:]) }
 // seal stores the checksum: the last step before the node is written.
 func (eb *ExtentBuffer) seal() { le.PutUint32(eb.data[hdrCsum:], eb.csum()) }
 
+// storedCsum is the checksum seal stored (or the disk held).
+func (eb *ExtentBuffer) storedCsum() uint32 { return le.Uint32(eb.data[hdrCsum:]) }
+
 // verify checks a node read from disk: checksum, fsid, bytenr, owner and
 // level. Any mismatch is ErrCorruption: the node is never used.
 func (eb *ExtentBuffer) verify(fsid [16]byte, owner uint64, level int, nodeSize int) error {
-	if got, want := eb.csum(), le.Uint32(eb.data[hdrCsum:]); got != want {
+	if got, want := eb.csum(), eb.storedCsum(); got != want {
 		return fmt.Errorf("%w: node %d: checksum %#x, stored %#x", ErrCorruption, eb.bytenr, got, want)
 	}
 	if [16]byte(eb.data[hdrFsid:hdrFsid+16]) != fsid {

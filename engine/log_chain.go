@@ -261,7 +261,7 @@ func (e *Engine) logDigest(t *Tree, root *ExtentBuffer, after Generation) (uint3
 			return fmt.Errorf("%w: log tree deeper than %d", ErrCorruption, maxLevel)
 		}
 		buf = le.AppendUint64(buf, uint64(eb.bytenr))
-		buf = le.AppendUint32(buf, le.Uint32(eb.data[hdrCsum:]))
+		buf = le.AppendUint32(buf, eb.storedCsum())
 		if eb.IsLeaf() {
 			return nil
 		}

@@ -176,16 +176,6 @@ func (d *Device) WriteDurable(stages ...[]dev.IO) error {
 	for _, ios := range stages {
 		b.reset()
 		b.addIOs(ring.OpWrite, d.fd, ios)
-		if len(b.ops)+1 > d.r.InflightMax() {
-			// Too many ops for one submission: write in pieces, then flush.
-			if err := d.run(b, ios); err != nil {
-				return err
-			}
-			if err := d.Flush(); err != nil {
-				return err
-			}
-			continue
-		}
 		flush := ring.Op{Kind: ring.OpFsync, Fd: d.fd, Flags: ring.FlagDatasync}
 		if len(b.ops) == 1 {
 			// A lone write (or one run of adjacent ones, a writev) and its
@@ -197,7 +187,9 @@ func (d *Device) WriteDurable(stages ...[]dev.IO) error {
 			}
 			continue
 		}
-		// Parallel writes first; the flush only once all have completed.
+		// Parallel writes first (in ring-sized pieces if there are more
+		// than the ring admits: run); the flush only once all have
+		// completed.
 		if len(b.ops) > 0 {
 			if err := d.run(b, ios); err != nil {
 				return err
