@@ -939,6 +939,18 @@ func crashOptionsNodes() Options {
 	return o
 }
 
+// asReader makes an operation on even steps as the server's connection
+// reader does — the NoWait call first, the waiting one where it declines —
+// and on odd steps as a worker does: the waiting call alone.
+func asReader(step int, noWait, wait func() error) error {
+	if step%2 == 0 {
+		if err := noWait(); !errors.Is(err, ErrWouldWait) {
+			return err
+		}
+	}
+	return wait()
+}
+
 // renameNoWaitLookedUp is a rename as a FUSE mount sends it to the server:
 // the kernel has looked the source up and holds both directories, so their
 // inodes are in memory, and the server's reader tries RenameNoWait. (A
@@ -960,31 +972,20 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	var newIno Ino
 	switch op.kind {
 	case opCreate:
-		// On even steps as the server's connection reader makes it:
-		// CreateNoWait first, Create where it declines.
 		var a Attr
-		err = ErrWouldWait
-		if step%2 == 0 {
-			a, err = s.CreateNoWait(r.dir, r.name, 0o644)
-		}
-		if errors.Is(err, ErrWouldWait) {
-			a, err = s.Create(r.dir, r.name, 0o644)
-		}
+		err = asReader(step,
+			func() (err error) { a, err = s.CreateNoWait(r.dir, r.name, 0o644); return err },
+			func() (err error) { a, err = s.Create(r.dir, r.name, 0o644); return err })
 		newIno = a.Ino
 	case opSymlink:
 		var a Attr
 		a, err = s.Symlink(r.dir, r.name, op.b)
 		newIno = a.Ino
 	case opMkdir:
-		// As opCreate: MkdirNoWait first on even steps.
 		var a Attr
-		err = ErrWouldWait
-		if step%2 == 0 {
-			a, err = s.MkdirNoWait(r.dir, r.name, 0o755)
-		}
-		if errors.Is(err, ErrWouldWait) {
-			a, err = s.Mkdir(r.dir, r.name, 0o755)
-		}
+		err = asReader(step,
+			func() (err error) { a, err = s.MkdirNoWait(r.dir, r.name, 0o755); return err },
+			func() (err error) { a, err = s.Mkdir(r.dir, r.name, 0o755); return err })
 		newIno = a.Ino
 	case opWrite, opWriteHeld:
 		var n int
@@ -1001,42 +1002,24 @@ func crashExec(s *Store, m crashModel, op crashOp, step int) error {
 	case opLink:
 		_, err = s.Link(r.ino, r.dir2, r.nam2)
 	case opUnlink:
-		// As opCreate: UnlinkNoWait first on even steps.
-		err = ErrWouldWait
-		if step%2 == 0 {
-			err = s.UnlinkNoWait(r.dir, r.name)
-		}
-		if errors.Is(err, ErrWouldWait) {
-			err = s.Unlink(r.dir, r.name)
-		}
+		err = asReader(step,
+			func() error { return s.UnlinkNoWait(r.dir, r.name) },
+			func() error { return s.Unlink(r.dir, r.name) })
 	case opRmdir:
-		// As opCreate: RmdirNoWait first on even steps, after the look-up
-		// a FUSE mount makes (renameNoWaitLookedUp).
-		err = ErrWouldWait
-		if step%2 == 0 {
-			_, _ = s.Lookup(r.dir, r.name)
-			err = s.RmdirNoWait(r.dir, r.name)
-		}
-		if errors.Is(err, ErrWouldWait) {
-			err = s.Rmdir(r.dir, r.name)
-		}
+		err = asReader(step,
+			func() error {
+				_, _ = s.Lookup(r.dir, r.name) // as a FUSE mount looks it up first
+				return s.RmdirNoWait(r.dir, r.name)
+			},
+			func() error { return s.Rmdir(r.dir, r.name) })
 	case opRename:
-		// As opCreate: RenameNoWait first on even steps.
-		err = ErrWouldWait
-		if step%2 == 0 {
-			err = renameNoWaitLookedUp(s, r, 0)
-		}
-		if errors.Is(err, ErrWouldWait) {
-			err = s.Rename(r.dir, r.name, r.dir2, r.nam2)
-		}
+		err = asReader(step,
+			func() error { return renameNoWaitLookedUp(s, r, 0) },
+			func() error { return s.Rename(r.dir, r.name, r.dir2, r.nam2) })
 	case opRenameNoReplace:
-		err = ErrWouldWait
-		if step%2 == 0 {
-			err = renameNoWaitLookedUp(s, r, RenameNoReplace)
-		}
-		if errors.Is(err, ErrWouldWait) {
-			err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameNoReplace)
-		}
+		err = asReader(step,
+			func() error { return renameNoWaitLookedUp(s, r, RenameNoReplace) },
+			func() error { return s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameNoReplace) })
 	case opExchange:
 		err = s.Rename2(r.dir, r.name, r.dir2, r.nam2, RenameExchange)
 	case opFallocate:
